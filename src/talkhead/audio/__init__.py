@@ -1,0 +1,1 @@
+"""Speech in: reading audio files, text-to-speech, per-frame features."""

@@ -1,0 +1,73 @@
+"""Log-mel audio features, one row per 25 fps video frame, computed with torch.
+
+80 mel bands from a 25 ms window every 10 ms; the four mel frames that fall
+inside each 40 ms video frame are stacked, giving 320 values per frame. The
+denoiser sees whole windows, which gives it the look-ahead and look-back that
+coarticulation needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from talkhead.rig import n_frames
+from talkhead.rig.spec import FPS
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    """Mel front end: 16 kHz input, 80 bands, 10 ms hop."""
+
+    sample_rate: int = 16_000
+    n_fft: int = 512
+    win_length: int = 400
+    hop_length: int = 160
+    n_mels: int = 80
+    f_min: float = 40.0
+    f_max: float = 7600.0
+
+    @property
+    def mels_per_frame(self) -> int:
+        return self.sample_rate // FPS // self.hop_length
+
+    @property
+    def dim(self) -> int:
+        return self.n_mels * self.mels_per_frame
+
+
+def _hz_to_mel(f: np.ndarray) -> np.ndarray:
+    return 2595.0 * np.log10(1.0 + f / 700.0)
+
+
+@lru_cache(maxsize=4)
+def mel_filterbank(cfg: FeatureConfig) -> torch.Tensor:
+    """Triangular HTK-mel filters: [n_fft // 2 + 1, n_mels]."""
+    freqs = np.linspace(0, cfg.sample_rate / 2, cfg.n_fft // 2 + 1)
+    edges_mel = np.linspace(_hz_to_mel(np.array(cfg.f_min)), _hz_to_mel(np.array(cfg.f_max)), cfg.n_mels + 2)
+    edges = 700.0 * (10 ** (edges_mel / 2595.0) - 1.0)
+    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    up = (freqs[None] - lo) / (mid - lo)
+    down = (hi - freqs[None]) / (hi - mid)
+    fb = np.clip(np.minimum(up, down), 0, None)
+    return torch.from_numpy(fb.T.astype(np.float32))
+
+
+def log_mel(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
+    """Mono 16 kHz audio [N] -> per-video-frame stacked log-mel [T, n_mels * 4], T = ceil(N / 640)."""
+    x = torch.as_tensor(np.asarray(wav, np.float32))
+    t = n_frames(len(x), cfg.sample_rate)
+    hop_video = cfg.sample_rate // FPS
+    x = torch.nn.functional.pad(x, (0, t * hop_video - len(x)))
+    spec = torch.stft(x, cfg.n_fft, cfg.hop_length, cfg.win_length, torch.hann_window(cfg.win_length),
+                      center=True, return_complex=True)
+    power = spec.abs().pow(2).T  # [frames, freq]
+    mel = torch.log(power @ mel_filterbank(cfg) + 1e-6)
+    k = cfg.mels_per_frame
+    mel = mel[: t * k]
+    if mel.shape[0] < t * k:
+        mel = torch.nn.functional.pad(mel, (0, 0, 0, t * k - mel.shape[0]), value=float(np.log(1e-6)))
+    return mel.reshape(t, k * cfg.n_mels)

@@ -1,0 +1,1 @@
+"""Benchmarks and metrics; each writes JSON (and a plot)."""

@@ -1,0 +1,176 @@
+"""``talkhead bench motion``: the step/quality Pareto table of samplers and students.
+
+Protocol (the source blog's): one fixed 6.6 s (165-frame) clip from a held-out
+voice; every row starts from the same initial noise and is compared with the
+teacher's DDIM S = 50 output, on normalised motion over all 58 channels. Speed
+is the median of >= 10 timed runs after warm-up, and speed-ups are ratios
+measured in this same run. Lip sync is scored on the corpus' held-out voices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from talkhead.audio.tts import synthesize
+from talkhead.bench.metrics import cosine, jitter, lipsync_r
+from talkhead.motion.model import MotionModel, load
+from talkhead.util import atomic_write
+
+CLIP_FRAMES = 165
+CLIP_TEXT = ("Good evening. Tonight the weather turns cold, with strong winds over the bay "
+             "and snow expected by Thursday morning.")
+CLIP_VOICE = "gb-male-deep"  # held out from training
+ROW_KEYS = ("sampler", "steps", "ms_per_clip", "fps", "speedup_vs_teacher50", "cosine_to_teacher50",
+            "mse_to_teacher50", "jitter", "lipsync_r")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What the motion benchmark runs."""
+
+    teacher: str = "teacher"
+    students: tuple[str, ...] = ("student-4", "student-2", "student-1", "student-consistency")
+    repeats: int = 10
+    lipsync_clips: int = 24
+    device: str = "cpu"
+    seed: int = 0
+
+
+def fixed_clip() -> np.ndarray:
+    """The benchmark's 6.6 s of held-out-voice speech, padded or cut to exactly 165 frames: [105600]."""
+    wav = synthesize(CLIP_TEXT, CLIP_VOICE).wav
+    n = CLIP_FRAMES * 640
+    return np.pad(wav, (0, max(0, n - len(wav))))[:n]
+
+
+def _time(fn, repeats: int, device: str) -> float:
+    """Median wall time in ms of ``fn()`` after two warm-up calls."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def _variants(cfg: BenchConfig, models_dir: Path | None) -> list[tuple[str, str, int | None, str | None]]:
+    """(row sampler label, model name, steps, sampler) for every row."""
+    rows = [("teacher-ddim", cfg.teacher, s, "ddim") for s in (50, 25, 10, 4, 2, 1)]
+    rows += [(f"teacher-{k}", cfg.teacher, s, k) for k in ("dpmpp", "unipc") for s in (10, 4, 2)]
+    for name in cfg.students:
+        path = (models_dir / f"{name}.safetensors") if models_dir else None
+        ref = str(path) if path is not None and path.exists() else name
+        label = "student" if name.split("-")[-1].isdigit() else f"student-{name.split('-', 1)[1]}"
+        rows.append((label, ref, None, None))
+    return rows
+
+
+class _Runner:
+    """Loads each model once and samples the fixed clip and the held-out clips with it."""
+
+    def __init__(self, cfg: BenchConfig, val) -> None:
+        self.cfg, self.val, self.cache = cfg, val, {}
+
+    def model(self, name: str) -> MotionModel:
+        if name not in self.cache:
+            m = load(name)
+            m.denoiser.to(self.cfg.device)
+            self.cache[name] = m
+        return self.cache[name]
+
+    def clip_fn(self, m: MotionModel, feats: torch.Tensor, noise: torch.Tensor, steps, sampler):
+        def run() -> torch.Tensor:
+            with torch.inference_mode(), torch.autocast(self.cfg.device, torch.bfloat16, enabled=self.cfg.device == "cuda"):
+                return m.sample(feats, noise, steps=steps, sampler=sampler)
+        return run
+
+    def lipsync(self, m: MotionModel, steps, sampler) -> float:
+        gens, targets = [], []
+        for audio, motion in zip(self.val.audio, self.val.motion):
+            a = ((audio - m.norm.audio_mean) / m.norm.audio_std)[None].to(self.cfg.device)
+            noise = m.init_noise(1, len(audio), torch.Generator().manual_seed(self.cfg.seed)).to(self.cfg.device)
+            with torch.inference_mode():
+                gens.append(m.sample(a, noise, steps=steps, sampler=sampler)[0].float().cpu().numpy())
+            targets.append(motion.numpy())
+        return lipsync_r(gens, targets)
+
+
+def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = BenchConfig(),
+                     models_dir: Path | None = None, progress: bool = True) -> dict:
+    """Run every row, write ``out/bench.json`` and ``out/pareto.png``; returns the JSON."""
+    from talkhead.train.data import load_clips
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    teacher = load(cfg.teacher)
+    runner = _Runner(cfg, load_clips(data, "heldout", teacher.features, limit=cfg.lipsync_clips))
+    wav = fixed_clip()
+    noise = teacher.init_noise(1, CLIP_FRAMES, torch.Generator().manual_seed(cfg.seed)).to(cfg.device)
+    rows, ref_norm, base_ms = [], None, None
+    variants = _variants(cfg, models_dir)
+    for label, name, steps, sampler in variants:
+        if not _available(name):
+            continue
+        m = runner.model(name)
+        feats = m.audio_features(wav)[None].to(cfg.device)
+        fn = runner.clip_fn(m, feats, noise, steps, sampler)
+        motion = fn()[0].float().cpu()
+        normed = m.normalize(motion).numpy()
+        ms = _time(fn, cfg.repeats, cfg.device)
+        if ref_norm is None:  # the first row is the teacher at S = 50
+            ref_norm, base_ms = normed, ms
+        n_steps = steps or len(m.timesteps())
+        rows.append({"sampler": label, "steps": n_steps, "ms_per_clip": round(ms, 3),
+                     "fps": round(CLIP_FRAMES / (ms / 1000), 1), "speedup_vs_teacher50": round(base_ms / ms, 2),
+                     "cosine_to_teacher50": round(cosine(normed, ref_norm), 5),
+                     "mse_to_teacher50": round(float(np.mean((normed - ref_norm) ** 2)), 6),
+                     "jitter": round(jitter(normed), 5), "lipsync_r": round(runner.lipsync(m, steps, sampler), 4)})
+        if progress:
+            print(json.dumps(rows[-1]))
+    result = {"rows": rows, "machine": machine_info(cfg.device),
+              "protocol": {"clip_frames": CLIP_FRAMES, "clip_voice": CLIP_VOICE, "repeats": cfg.repeats,
+                           "lipsync_clips": len(runner.val.rows), "seed": cfg.seed, "timed": "motion sampling from audio features"}}
+    atomic_write(out / "bench.json", json.dumps(result, indent=1).encode())
+    from talkhead.bench.plots import plot_pareto
+
+    plot_pareto(rows, out / "pareto.png", title=f"motion: latency vs parity ({result['machine']['device_name']})")
+    return result
+
+
+def _available(name: str) -> bool:
+    from talkhead.errors import InputError
+    from talkhead.motion.model import resolve
+
+    try:
+        return resolve(name).exists()
+    except InputError:
+        return False
+
+
+def machine_info(device: str) -> dict:
+    """Where the numbers came from."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), name)
+    except OSError:
+        pass
+    if device == "cuda":
+        name = torch.cuda.get_device_name(0)
+    return {"device": device, "device_name": name, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version()}

@@ -1,0 +1,105 @@
+"""Plots for the docs and the benchmarks (matplotlib, Agg: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from talkhead.rig.spec import FPS, SPEC
+from talkhead.rig.visemes import phone_visemes
+from talkhead.util import atomic_path
+
+CLIP_CHANNELS = ("jawOpen", "mouthClose", "mouthPucker", "eyeBlinkLeft")
+_SHADE = {"PP": "#f4b6b6", "FF": "#f7d9a8", "W": "#b9d3f2", "U": "#b9d3f2", "O": "#cfe0f5", "aa": "#d8f0c8"}
+
+
+def _phone_colour(phone: str) -> str | None:
+    try:
+        vis = phone_visemes(phone)
+    except KeyError:
+        return "#dddddd"
+    for v in vis:
+        if v in _SHADE:
+            return _SHADE[v]
+    return None if vis in ([], ["sil"]) else "#eeeeee"
+
+
+def plot_clip(speech, motion: np.ndarray, path: str | Path, title: str | None = None) -> None:
+    """One clip: waveform on top, jawOpen, mouthClose, mouthPucker and eyeBlinkLeft below, over its phones.
+
+    ``speech`` has ``wav``, ``sample_rate`` and ``phones`` ((phone, start, end) in seconds), e.g. a
+    ``talkhead.audio.tts.Speech``; ``motion`` is its [T, 58] motion at 25 fps. Phones are shaded
+    along the time axis (bilabials red, labiodentals orange, rounded sounds blue, open vowels green)
+    and labelled. Written atomically as PNG.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    motion = np.asarray(motion)
+    if motion.ndim != 2 or motion.shape[1] != SPEC.dim:
+        raise ValueError(f"motion must be [T, {SPEC.dim}], got {list(motion.shape)}")
+    wav = np.asarray(speech.wav, np.float32)
+    duration = max(len(wav) / speech.sample_rate, len(motion) / FPS)
+    phones = [(str(p), float(s), float(e)) for p, s, e in speech.phones]
+
+    fig, (ax_w, ax_m) = plt.subplots(2, 1, figsize=(max(8.0, 3.2 * duration), 5.2), sharex=True,
+                                     gridspec_kw={"height_ratios": [1, 2.6]})
+    for ax in (ax_w, ax_m):
+        for phone, start, end in phones:
+            colour = _phone_colour(phone)
+            if colour:
+                ax.axvspan(start, end, color=colour, alpha=0.55, lw=0)
+            ax.axvline(start, color="#bbbbbb", lw=0.4)
+    t_wav = np.arange(len(wav)) / speech.sample_rate
+    ax_w.plot(t_wav, wav, color="#555555", lw=0.4)
+    lim = max(float(np.abs(wav).max()) if len(wav) else 1.0, 1e-3)
+    ax_w.set_ylim(-1.05 * lim, 1.05 * lim)
+    ax_w.set_yticks([])
+    ax_w.set_ylabel("audio")
+    for k, (phone, start, end) in enumerate(phones):
+        if phone == "_":
+            continue
+        ax_w.text(0.5 * (start + end), lim * (0.82 if k % 2 else 0.62), phone, ha="center", va="center",
+                  fontsize=8, family="DejaVu Sans")
+
+    t = (np.arange(len(motion)) + 0.5) / FPS
+    styles = {"jawOpen": ("#1f77b4", "-"), "mouthClose": ("#d62728", "-"), "mouthPucker": ("#2ca02c", "-"),
+              "eyeBlinkLeft": ("#7f7f7f", "--")}
+    for name in CLIP_CHANNELS:
+        colour, ls = styles[name]
+        ax_m.plot(t, motion[:, SPEC[name]], color=colour, ls=ls, lw=1.6, marker=".", ms=3, label=name)
+    gap = motion[:, SPEC["jawOpen"]] - motion[:, SPEC["mouthClose"]]
+    ax_m.plot(t, gap, color="#9467bd", lw=0.9, ls=":", label="lip gap (jawOpen - mouthClose)")
+    ax_m.set_ylim(-0.05, 1.05)
+    ax_m.set_xlim(0, duration)
+    ax_m.set_xlabel("time (s); shading: red p/b/m, orange f/v, blue rounded, green open vowels")
+    ax_m.set_ylabel("blendshape weight")
+    ax_m.legend(loc="upper right", fontsize=8, ncol=5, framealpha=0.9)
+    if title:
+        ax_w.set_title(title, fontsize=10)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:  # pragma: no cover - regenerates docs/motion_clip.png
+    """python -m talkhead.bench.plots [OUT.png]: the docs' example clip."""
+    import sys
+
+    from talkhead.audio.tts import synthesize
+    from talkhead.rig import target_motion
+
+    text = "Bob bought a blue umbrella; mom wore a warm woolen scarf."
+    speech = synthesize(text, "us-female")
+    motion = target_motion(speech.wav, speech.sample_rate, speech.phones, seed=0)
+    out = sys.argv[1] if len(sys.argv) > 1 else "docs/motion_clip.png"
+    plot_clip(speech, motion, out, title=f'"{text}" (us-female, seed 0): phone-driven target motion')
+    print(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

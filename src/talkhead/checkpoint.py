@@ -1,0 +1,50 @@
+"""Self-describing checkpoints: safetensors weights with config and normalisation in the metadata."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save as st_save
+
+from talkhead.errors import InputError
+from talkhead.util import atomic_write
+
+FORMAT = "talkhead-motion-v1"
+
+
+def dataclass_from(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a frozen config dataclass from JSON, ignoring keys it does not know."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+
+
+def save_checkpoint(path: str | Path, tensors: dict[str, torch.Tensor], meta: dict[str, Any],
+                    dtype: torch.dtype | None = None) -> None:
+    """Write weights and JSON-able metadata to ``path`` atomically."""
+    meta = {"format": FORMAT, **meta}
+    flat = {k: json.dumps(asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in meta.items()}
+    cast = {k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v).contiguous().cpu()
+            for k, v in tensors.items()}
+    atomic_write(path, st_save(cast, metadata=flat))
+
+
+def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Read weights (as float32) and metadata written by ``save_checkpoint``."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such checkpoint: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            raw = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # safetensors raises several types for a damaged file
+        raise InputError(f"{path} is not a readable safetensors checkpoint ({e})") from None
+    meta = {k: json.loads(v) for k, v in raw.items()}
+    if meta.get("format") != FORMAT:
+        raise InputError(f"{path} is not a talkhead motion checkpoint")
+    return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}, meta

@@ -1,0 +1,105 @@
+"""The ``talkhead`` command line: each subcommand maps onto a config dataclass and one function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from talkhead.errors import InputError
+
+
+def _cmd_tts(args: argparse.Namespace) -> None:
+    from talkhead.audio.io import write_wav
+    from talkhead.audio.tts import HELD_OUT_VOICES, VOICES, synthesize
+    from talkhead.util import atomic_write
+
+    if args.list_voices:
+        for v in VOICES.values():
+            held = "  (held out from training)" if v.name in HELD_OUT_VOICES else ""
+            print(f"{v.name:16s} {v.sex:6s} espeak {v.espeak_name:20s} {v.rate} wpm, pitch {v.pitch}{held}")
+        return
+    if args.text is None or args.out is None:
+        raise InputError("give TEXT and -o OUT.wav (or --list-voices)")
+    out = Path(args.out)
+    if out.suffix.lower() != ".wav":
+        raise InputError(f"output must be a .wav file: {out}")
+    speech = synthesize(args.text, args.voice)
+    phones_path = out.with_suffix(".phones.json")
+    phones = [{"phone": p.phone, "start": round(p.start, 5), "end": round(p.end, 5)} for p in speech.phones]
+    write_wav(out, speech.wav, speech.sample_rate)
+    try:
+        atomic_write(phones_path, json.dumps(phones, ensure_ascii=False, indent=0).encode())
+    except BaseException:
+        out.unlink(missing_ok=True)  # both files or neither
+        raise
+    print(f"wrote {out} ({speech.duration:.2f} s, {len(speech.phones)} phones) and {phones_path}")
+
+
+def _cmd_data_synth(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from talkhead.data.corpus import CorpusConfig, synth_corpus
+
+    if args.minutes <= 0:
+        raise InputError("--minutes must be positive")
+    cfg = CorpusConfig(minutes=args.minutes, seed=args.seed)
+    bar = tqdm(total=round(args.minutes * 60), unit="s", desc="corpus", disable=args.quiet)
+    def progress(done: float) -> None:
+        bar.update(round(done) - bar.n)
+    rows = synth_corpus(args.out, cfg, workers=args.workers, progress=progress)
+    bar.close()
+    minutes = sum(r["duration"] for r in rows) / 60
+    print(f"{args.out}: {len(rows)} clips, {minutes:.1f} min of speech")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="talkhead", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tts", help="speak text to a WAV file with phoneme timings (OUT.phones.json)")
+    t.add_argument("text", nargs="?", help="what to say")
+    t.add_argument("-o", "--out", help="output .wav; phones go to OUT.phones.json")
+    t.add_argument("--voice", default="us-female", help="voice name (see --list-voices)")
+    t.add_argument("--list-voices", action="store_true", help="list the voices and exit")
+    t.set_defaults(func=_cmd_tts)
+
+    d = sub.add_parser("data", help="training data")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    ds = dsub.add_parser("synth", help="make (or resume) a synthetic corpus: TTS speech + target motion")
+    ds.add_argument("--minutes", type=float, required=True, help="minutes of speech to make (at least)")
+    ds.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
+    ds.add_argument("--seed", type=int, default=0)
+    ds.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    ds.add_argument("--quiet", action="store_true", help="no progress bar")
+    ds.set_defaults(func=_cmd_data_synth)
+
+    for register in _extra_commands():
+        register(sub)
+    return p
+
+
+def _extra_commands() -> list:
+    # Each subsystem registers its own subcommands; imports stay light until a command runs.
+    from talkhead import cli_bench, cli_distill, cli_motion, cli_train
+
+    return [cli_train.register, cli_distill.register, cli_motion.register, cli_bench.register]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input is one line on stderr and exit code 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except InputError as e:
+        print(f"talkhead: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("talkhead: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""``talkhead distill``: few-step students from the teacher."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _cmd_distill(args: argparse.Namespace) -> None:
+    import torch
+
+    from talkhead.train.distill import DistillConfig, distill
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
+                        batch=args.batch, lr=args.lr, seed=args.seed)
+    for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
+        print(f"wrote {path}")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("distill", help="distil the teacher into few-step students")
+    d.add_argument("--teacher", default="teacher", help="shipped model name or checkpoint path")
+    d.add_argument("--data", required=True, help="corpus directory")
+    d.add_argument("--out", required=True, help="directory for student checkpoints (reruns resume)")
+    d.add_argument("--method", choices=["progressive", "consistency"], default="progressive")
+    d.add_argument("--start-steps", type=int, default=16, help="teacher DDIM grid the chain starts from")
+    d.add_argument("--to", type=int, default=1, help="progressive: stop at this many steps")
+    d.add_argument("--iters", type=int, default=400, help="optimiser steps per round (consistency: total)")
+    d.add_argument("--batch", type=int, default=64)
+    d.add_argument("--lr", type=float, default=2e-4)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--threads", type=int, default=0)
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=_cmd_distill)

@@ -1,0 +1,92 @@
+"""``talkhead motion``, ``talkhead models`` and ``talkhead eval``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from talkhead.errors import InputError
+
+
+def _cmd_motion(args: argparse.Namespace) -> None:
+    from talkhead.audio.io import load_audio
+    from talkhead.audio.tts import Speech, synthesize
+    from talkhead.pipeline import MotionConfig, motion_from_speech
+    from talkhead.rig.io import save_motion
+
+    out = Path(args.out)
+    if out.suffix not in (".csv", ".npy"):
+        raise InputError(f"output must end in .csv or .npy: {out}")
+    if (args.audio is None) == (args.text is None):
+        raise InputError("give exactly one of --audio FILE or --text TEXT")
+    speech = synthesize(args.text, args.voice) if args.text else Speech(load_audio(args.audio), 16_000, [])
+    cfg = MotionConfig(model=args.model, steps=args.steps, sampler=args.sampler, seed=args.seed,
+                       guidance=args.guidance, driver=args.driver)
+    motion = motion_from_speech(speech, cfg)
+    save_motion(out, motion)
+    print(f"wrote {out}: {len(motion)} frames at 25 fps ({len(motion) / 25:.2f} s)")
+
+
+def _cmd_models(args: argparse.Namespace) -> None:
+    from talkhead.checkpoint import load_checkpoint
+    from talkhead.motion.model import default_model_name, shipped_models
+
+    paths = shipped_models()
+    if not paths:
+        print("no shipped models")
+        return
+    default = default_model_name()
+    for p in paths:
+        _, meta = load_checkpoint(p)
+        sampling = meta.get("sampling", {})
+        steps = len(sampling["timesteps"]) if "timesteps" in sampling else sampling.get("steps")
+        mark = "*" if p.stem == default else " "
+        print(f"{mark} {p.stem:16s} {meta.get('kind', '?'):10s} steps={steps:<3} sampler={sampling.get('sampler', 'ddim'):6s}"
+              f" {p.stat().st_size / 1e6:.1f} MB")
+    print("* default")
+
+
+def _cmd_eval(args: argparse.Namespace) -> None:
+    from talkhead.bench.evaluate import evaluate
+    from talkhead.pipeline import load_model
+    from talkhead.util import atomic_write
+
+    model = load_model(args.model)
+    result = {"model": args.model, **evaluate(model, args.data, steps=args.steps, sampler=args.sampler,
+                                               seeds=args.seeds, clips=args.clips, guidance=args.guidance)}
+    text = json.dumps(result, indent=1)
+    if args.out:
+        atomic_write(args.out, text.encode())
+    print(text)
+
+
+def _sampling_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="shipped model name (talkhead models) or checkpoint path")
+    p.add_argument("--steps", type=int, default=None, help="sampling steps (default: the model's own)")
+    p.add_argument("--sampler", choices=["ddim", "ddpm", "dpmpp", "unipc"], default=None)
+    p.add_argument("--guidance", type=float, default=1.0, help="classifier-free guidance on audio (1 = off)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    m = sub.add_parser("motion", help="speech -> 58-channel motion CSV (ARKit blendshapes + head pose, 25 fps)")
+    m.add_argument("--audio", help="WAV, FLAC, MP3 or a video's audio track; any rate, mono or stereo")
+    m.add_argument("--text", help="speak this text instead (built-in TTS)")
+    m.add_argument("--voice", default="us-female")
+    m.add_argument("-o", "--out", required=True, help="output .csv (Live Link Face style) or .npy")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--driver", choices=["model", "phones"], default="model",
+                   help="'phones': phoneme targets instead of the model (needs --text)")
+    _sampling_args(m)
+    m.set_defaults(func=_cmd_motion)
+
+    ls = sub.add_parser("models", help="list the shipped motion models")
+    ls.set_defaults(func=_cmd_models)
+
+    e = sub.add_parser("eval", help="evaluate a motion model on a corpus' held-out voices (JSON)")
+    e.add_argument("--data", required=True, help="corpus directory")
+    e.add_argument("--clips", type=int, default=None, help="limit the number of held-out clips")
+    e.add_argument("--seeds", type=int, default=3, help="samples per clip for diversity")
+    e.add_argument("--out", help="write the JSON here too")
+    _sampling_args(e)
+    e.set_defaults(func=_cmd_eval)

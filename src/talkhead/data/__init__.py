@@ -1,0 +1,1 @@
+"""Training data that talkhead makes itself: sentences, speech, target motion."""

@@ -1,0 +1,1 @@
+"""Audio-to-motion diffusion: noise schedule, samplers, denoiser and distilled students."""

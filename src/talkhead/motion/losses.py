@@ -1,0 +1,46 @@
+"""Training losses, one short function each: the teacher's objective and the distillation targets."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from talkhead.motion.denoiser import Denoiser
+
+
+def diffusion_loss(denoiser: Denoiser, batch: dict[str, Tensor], generator: torch.Generator,
+                   audio_drop: float = 0.1) -> Tensor:
+    """The standard DDPM objective in x0 form: MSE between x0 and its prediction from x_t, t ~ U{0..T-1}."""
+    x0 = batch["x0"]
+    b = x0.shape[0]
+    n = denoiser.schedule.num_train_timesteps
+    t = torch.randint(0, n, (b,), generator=generator).to(x0.device)
+    noise = torch.randn(x0.shape, generator=generator).to(x0)
+    x_t = denoiser.schedule.add_noise(x0, noise, t)
+    keep = (torch.rand(b, generator=generator) >= audio_drop).to(x0.device)
+    cond = {**batch, "audio_mask": keep}
+    return (denoiser(x_t, t, cond) - x0).pow(2).mean()
+
+
+def ddim_step(x0: Tensor, x_t: Tensor, abar_t: Tensor, abar_s: Tensor) -> Tensor:
+    """One deterministic DDIM move from abar_t to abar_s given an x0 estimate (abar_s = 1: x0 itself)."""
+    eps = (x_t - abar_t.sqrt() * x0) / (1 - abar_t).sqrt().clamp_min(1e-8)
+    return abar_s.sqrt() * x0 + (1 - abar_s).sqrt() * eps
+
+
+def progressive_target(x_t: Tensor, x_s: Tensor, abar_t: Tensor, abar_s: Tensor) -> Tensor:
+    """The x0 for which one DDIM step x_t -> abar_s lands on x_s (Salimans & Ho 2022, eq. 8 in x0 form)."""
+    ratio = ((1 - abar_s) / (1 - abar_t).clamp_min(1e-8)).sqrt()
+    den = abar_s.sqrt() - ratio * abar_t.sqrt()
+    return (x_s - ratio * x_t) / den.clamp_min(1e-6)
+
+
+def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor) -> Tensor:
+    """x0 regression with truncated-SNR weighting max(SNR, 1), capped so near-clean steps don't dominate."""
+    weight = (abar_t / (1 - abar_t).clamp_min(1e-8)).clamp(1.0, 5.0)
+    return (weight * (student_x0 - target_x0).pow(2)).mean()
+
+
+def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:
+    """Consistency distillation (Song et al. 2023): the student's x0 at t_{n+1} matches the EMA target's at t_n."""
+    return (online_x0 - target_x0.detach()).pow(2).mean()

@@ -1,0 +1,180 @@
+"""A loaded motion model: denoiser, feature front end, normalisation, default sampling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from talkhead.audio.features import FeatureConfig, log_mel
+from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
+from talkhead.errors import InputError
+from talkhead.motion.denoiser import Denoiser, DenoiserConfig, MotionTransformer
+from talkhead.motion.samplers import SAMPLERS
+from talkhead.motion.schedule import NoiseSchedule
+from talkhead.motion.windows import run_windows, window_starts
+from talkhead.rig.spec import SPEC
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+@dataclass
+class Normalizer:
+    """Per-channel statistics of motion and audio features; they travel with the checkpoint."""
+
+    motion_mean: Tensor
+    motion_std: Tensor
+    audio_mean: Tensor
+    audio_std: Tensor
+
+    def to_meta(self) -> dict[str, list[float]]:
+        return {k: [round(float(x), 6) for x in getattr(self, k)] for k in
+                ("motion_mean", "motion_std", "audio_mean", "audio_std")}
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> "Normalizer":
+        return cls(**{k: torch.tensor(meta[k], dtype=torch.float32) for k in
+                      ("motion_mean", "motion_std", "audio_mean", "audio_std")})
+
+
+@dataclass
+class MotionModel:
+    """Everything needed to turn speech into motion; ``load(path)`` rebuilds one from a checkpoint."""
+
+    denoiser: Denoiser
+    features: FeatureConfig
+    norm: Normalizer
+    sampling: dict[str, Any] = field(default_factory=lambda: {"sampler": "ddim", "steps": 50})
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cfg(self) -> DenoiserConfig:
+        return self.denoiser.net.cfg
+
+    @property
+    def schedule(self) -> NoiseSchedule:
+        return self.denoiser.schedule
+
+    def audio_features(self, wav: np.ndarray) -> Tensor:
+        """Mono 16 kHz audio [N] -> normalised features [T, A]."""
+        return (log_mel(wav, self.features) - self.norm.audio_mean) / self.norm.audio_std
+
+    def normalize(self, motion: Tensor) -> Tensor:
+        return (motion - self.norm.motion_mean.to(motion)) / self.norm.motion_std.to(motion)
+
+    def denormalize(self, motion: Tensor) -> Tensor:
+        return motion * self.norm.motion_std.to(motion) + self.norm.motion_mean.to(motion)
+
+    def timesteps(self, steps: int | None = None) -> list[int]:
+        """The default step grid (a student's own), or ``steps`` trailing-spaced steps."""
+        if steps is None and "timesteps" in self.sampling:
+            return list(self.sampling["timesteps"])
+        return self.schedule.timesteps(steps or int(self.sampling.get("steps", 50)), "trailing")
+
+    def init_noise(self, batch: int, n_frames: int, generator: torch.Generator) -> Tensor:
+        """The initial noise of every window: [B, K, W, 58]."""
+        k = len(window_starts(n_frames, self.cfg.window, self.cfg.tail))
+        return torch.randn(batch, k, self.cfg.window, self.cfg.motion_dim, generator=generator)
+
+    @torch.no_grad()
+    def sample(self, audio: Tensor, noise: Tensor, steps: int | None = None, sampler: str | None = None,
+               guidance: float = 1.0, ref: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
+        """Normalised audio [B, T, A] and window noise [B, K, W, D] -> motion [B, T, 58] in rig units."""
+        self.denoiser.eval()
+        b, n, _ = audio.shape
+        w, tail_len = self.cfg.window, self.cfg.tail
+        starts = window_starts(n, w, tail_len)
+        silence = self.audio_features(np.zeros(640, np.float32))[0]
+        padded = torch.cat([audio, silence.to(audio).expand(b, starts[-1] + w - n, -1)], 1) if starts[-1] + w > n else audio
+        dev = noise.device
+        ref_n = self.normalize(torch.zeros(b, SPEC.dim, device=dev) if ref is None else ref.to(dev))
+        name = sampler or self.sampling.get("sampler", "ddim")
+        ts = self.timesteps(steps)
+        fn = SAMPLERS[name]
+        no_tail = torch.zeros(b, tail_len, SPEC.dim, device=dev, dtype=noise.dtype)
+        flags = {True: torch.ones(b, dtype=torch.bool, device=dev), False: torch.zeros(b, dtype=torch.bool, device=dev)}
+
+        def window_fn(start: int, tail: Tensor | None, x_t: Tensor) -> Tensor:
+            cond = {"audio": padded[:, start : start + w], "ref": ref_n,
+                    "tail": no_tail if tail is None else tail, "has_tail": flags[tail is not None]}
+            denoise = _guided(self.denoiser, cond, guidance)
+            kwargs = {"generator": generator} if name in ("ddpm", "ddim") else {}
+            return fn(denoise, x_t, self.schedule, ts, **kwargs)
+
+        return self.denormalize(run_windows(n, window_fn, noise, w, tail_len))
+
+    def state_tensors(self) -> dict[str, Tensor]:
+        return {k: v for k, v in self.denoiser.net.state_dict().items()}
+
+    def save(self, path: str | Path, extra: dict[str, Any] | None = None, dtype: torch.dtype | None = None) -> None:
+        meta = {**self.meta, **(extra or {}), "denoiser": self.cfg, "features": self.features,
+                "schedule": self.schedule, "norm": self.norm.to_meta(), "sampling": self.sampling}
+        save_checkpoint(path, self.state_tensors(), meta, dtype)
+
+
+def _guided(denoiser: Denoiser, cond: dict[str, Tensor], guidance: float):
+    """A denoise(x, t) closure; guidance != 1 mixes conditional and audio-free predictions (CFG)."""
+    if guidance == 1.0:
+        return lambda x, t: denoiser(x, t, cond)
+
+    def denoise(x: Tensor, t: Tensor) -> Tensor:
+        b = x.shape[0]
+        both = {k: torch.cat([v, v]) for k, v in cond.items()}
+        both["audio_mask"] = torch.cat([torch.ones(b, dtype=torch.bool), torch.zeros(b, dtype=torch.bool)])
+        c, u = denoiser(torch.cat([x, x]), torch.cat([t, t]), both).chunk(2)
+        return u + guidance * (c - u)
+
+    return denoise
+
+
+def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
+          schedule: NoiseSchedule = NoiseSchedule(), **kw: Any) -> MotionModel:
+    """A fresh (untrained) model."""
+    return MotionModel(Denoiser(MotionTransformer(cfg), schedule), features, norm, **kw)
+
+
+# Best first: the default is the best shipped model (see README, "Speed and parity").
+PREFERENCE = ("student-1", "student-bridge", "student-2", "student-4", "teacher")
+
+
+def shipped_models() -> list[Path]:
+    """Checkpoints that ship inside the package."""
+    return sorted(MODELS_DIR.glob("*.safetensors"))
+
+
+def default_model_name() -> str:
+    """The best shipped model."""
+    names = {p.stem for p in shipped_models()}
+    for name in PREFERENCE:
+        if name in names:
+            return name
+    raise InputError("no motion model ships with this install; train one with `talkhead train` or use --driver phones")
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """A shipped model name (see ``talkhead models``) or a path to a checkpoint."""
+    p = Path(name_or_path)
+    if p.suffix == ".safetensors" or p.exists():
+        return p
+    shipped = MODELS_DIR / f"{name_or_path}.safetensors"
+    if shipped.is_file():
+        return shipped
+    names = sorted(q.stem for q in MODELS_DIR.glob("*.safetensors"))
+    raise InputError(f"unknown model {str(name_or_path)!r}; shipped models: {', '.join(names) or 'none'}")
+
+
+def load(name_or_path: str | Path) -> MotionModel:
+    """Rebuild a model from a self-describing checkpoint."""
+    path = resolve(name_or_path)
+    tensors, meta = load_checkpoint(path)
+    cfg = dataclass_from(DenoiserConfig, meta["denoiser"])
+    model = build(cfg, dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
+                  dataclass_from(NoiseSchedule, meta["schedule"]), sampling=meta.get("sampling", {}),
+                  meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill")})
+    model.denoiser.net.load_state_dict(tensors)
+    model.denoiser.eval()
+    return model

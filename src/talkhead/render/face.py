@@ -1,0 +1,134 @@
+"""Face registration: find the face in a photo and its 68 iBUG landmarks with dlib.
+
+Landmarks are returned as float32 ``[68, 2]`` arrays of (x, y) pixel
+coordinates in the full-resolution image (pixel centres at integers).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from talkhead.errors import InputError
+
+PREDICTOR_FILE = "shape_predictor_68_face_landmarks.dat"
+DETECT_MAX_SIDE = 640
+# Detections whose area is within this fraction of the largest count as equally
+# large; among those the most confident wins (dlib's false positives on busy
+# backgrounds can be as large as the real face).
+_SIZE_TIE = 0.8
+
+
+@dataclass(frozen=True)
+class Face:
+    """One registered face: landmarks [68, 2] (x, y) px and its box (x0, y0, x1, y1)."""
+
+    landmarks: np.ndarray
+    box: tuple[int, int, int, int]
+
+    @property
+    def width(self) -> float:
+        """Face width in pixels: jaw contour end to end (points 0 and 16)."""
+        return float(np.linalg.norm(self.landmarks[16] - self.landmarks[0]))
+
+
+def predictor_path() -> Path:
+    """Path of dlib's 68-point shape predictor inside ``face_recognition_models``."""
+    # importlib.resources.files() would import the package, whose __init__ needs
+    # pkg_resources (gone from modern setuptools); find_spec locates it without
+    # running it.
+    spec = importlib.util.find_spec("face_recognition_models")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("face_recognition_models is not installed")
+    for root in spec.submodule_search_locations:
+        path = Path(root) / "models" / PREDICTOR_FILE
+        if path.is_file():
+            return path
+    raise RuntimeError(f"{PREDICTOR_FILE} not found in face_recognition_models")
+
+
+@functools.lru_cache(maxsize=1)
+def _models():
+    import dlib
+
+    return dlib.get_frontal_face_detector(), dlib.shape_predictor(str(predictor_path()))
+
+
+def default_photo() -> np.ndarray:
+    """The demo photo (scikit-image's astronaut), uint8 [512, 512, 3]."""
+    from skimage import data
+
+    return np.ascontiguousarray(data.astronaut())
+
+
+def as_rgb(image: np.ndarray, name: str = "photo") -> np.ndarray:
+    """Any 2D/3D image array as contiguous uint8 RGB [H, W, 3]."""
+    img = np.asarray(image)
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    if img.ndim != 3 or img.shape[2] not in (1, 3, 4) or min(img.shape[:2]) < 8:
+        raise InputError(f"{name} is not an image (array of shape {img.shape})")
+    if img.shape[2] == 1:
+        img = np.repeat(img, 3, axis=2)
+    if img.shape[2] == 4:
+        img = img[:, :, :3]
+    if img.dtype != np.uint8:
+        scale = 255.0 if np.issubdtype(img.dtype, np.floating) and img.max() <= 1.0 else 1.0
+        img = np.clip(img.astype(np.float32) * scale + 0.5, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(img)
+
+
+def load_image(path: str | Path) -> np.ndarray:
+    """Read an image file as uint8 RGB [H, W, 3]; InputError if missing or unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"photo not found: {path}")
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            arr = np.asarray(im, dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise InputError(f"cannot read image {path.name}: {exc}") from None
+    return as_rgb(arr, path.name)
+
+
+def _pick_face(rects, scores):
+    """The largest detection; near-ties in size go to the higher score."""
+    areas = np.array([r.width() * r.height() for r in rects], dtype=np.float64)
+    big = areas >= _SIZE_TIE * areas.max()
+    order = sorted(np.flatnonzero(big), key=lambda i: -scores[i])
+    return rects[order[0]]
+
+
+def detect_face(image: np.ndarray, name: str = "photo", max_side: int = DETECT_MAX_SIDE) -> Face:
+    """Register the largest face in an RGB image: 68 landmarks [68, 2] at full resolution."""
+    import dlib
+
+    img = as_rgb(image, name)
+    detector, predictor = _models()
+    h, w = img.shape[:2]
+    scale = min(1.0, max_side / max(h, w))
+    small = img
+    if scale < 1.0:
+        from PIL import Image
+
+        small = np.asarray(Image.fromarray(img).resize(
+            (max(1, round(w * scale)), max(1, round(h * scale))), Image.BILINEAR))
+    rects, scores, _ = detector.run(small, 1, 0.0)
+    if len(rects) == 0:
+        raise InputError(f"no face found in {name}")
+    r = _pick_face(list(rects), list(scores))
+    # The predictor samples pixels rather than scanning, so running it on the
+    # full-resolution image costs the same and gives sharper landmarks.
+    full = dlib.rectangle(int(r.left() / scale), int(r.top() / scale),
+                          int(r.right() / scale), int(r.bottom() / scale))
+    shape = predictor(img, full)
+    pts = np.array([[p.x, p.y] for p in shape.parts()], dtype=np.float32)
+    box = (full.left(), full.top(), full.right(), full.bottom())
+    return Face(landmarks=pts, box=box)

@@ -1,0 +1,1 @@
+"""Training and distillation of the motion models."""

@@ -1,0 +1,171 @@
+"""Few-step students: progressive distillation (Salimans & Ho 2022) and consistency distillation (Song et al. 2023).
+
+Both start from the teacher's weights and train on the same corpus windows the
+teacher saw. Each finished student is a self-describing checkpoint whose
+metadata carries its own timestep grid, so ``load`` + ``sample`` run it with
+plain DDIM. A rerun skips students already written (each written atomically).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from talkhead.errors import InputError
+from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
+from talkhead.motion.model import MotionModel, load
+from talkhead.train.data import WindowSampler, load_clips
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """One distillation run: method, the teacher grid it starts from, and optimisation."""
+
+    method: str = "progressive"  # "progressive" or "consistency"
+    start_steps: int = 16  # the teacher's DDIM grid (trailing) that the first student halves
+    to: int = 1
+    iters: int = 400  # optimiser steps per progressive round, or in total for consistency
+    batch: int = 64
+    lr: float = 2e-4
+    ema: float = 0.99  # consistency target network
+    seed: int = 0
+
+
+def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
+    """abar at listed timesteps, with -1 standing for the clean end point (abar = 1): [B, 1, 1]."""
+    ts = torch.as_tensor(t).expand(batch) if isinstance(t, int) else torch.as_tensor(t)
+    a = model.schedule.alphas_cumprod.float()[ts.clamp_min(0)]
+    return torch.where(ts < 0, torch.ones_like(a), a)[:, None, None]
+
+
+def _cond(batch: dict) -> dict:
+    return {k: v for k, v in batch.items() if k != "x0"}
+
+
+def _round_batch(model, sampler, grid, cfg, gen):
+    batch = sampler.sample(cfg.batch, gen)
+    x0 = batch["x0"]
+    n = len(grid)
+    return batch, x0, torch.randint(0, n, (cfg.batch,), generator=gen), torch.randn(x0.shape, generator=gen)
+
+
+@torch.no_grad()
+def _teacher_two_steps(teacher: MotionModel, x_t, t, t_mid, t_end, cond):
+    b = x_t.shape[0]
+    a_t, a_mid, a_end = _abar(teacher, t, b), _abar(teacher, t_mid, b), _abar(teacher, t_end, b)
+    x_mid = ddim_step(teacher.denoiser(x_t, t, cond), x_t, a_t, a_mid)
+    x_end = ddim_step(teacher.denoiser(x_mid, t_mid.clamp_min(0), cond), x_mid, a_mid, a_end)
+    return progressive_target(x_t, x_end, a_t, a_end), a_t
+
+
+def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
+                      progress: bool = True) -> tuple[MotionModel, list[float]]:
+    """Train a student that does in one DDIM step what ``teacher`` does in two on ``grid``."""
+    if len(grid) % 2:
+        raise InputError(f"progressive distillation halves the grid; {len(grid)} steps is odd")
+    student = copy.deepcopy(teacher)
+    student.denoiser.train()
+    opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(cfg.seed + len(grid))
+    full = grid + [-1]
+    losses = []
+    for _ in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
+        batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::2], cfg, gen)
+        t = torch.tensor([full[2 * i] for i in idx])
+        t_mid, t_end = torch.tensor([full[2 * i + 1] for i in idx]), torch.tensor([full[2 * i + 2] for i in idx])
+        x_t = teacher.schedule.add_noise(x0, noise, t)
+        target, a_t = _teacher_two_steps(teacher, x_t, t, t_mid, t_end, _cond(batch))
+        loss = progressive_loss(student.denoiser(x_t, t, _cond(batch)), target, a_t)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(student.denoiser.net.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    student.denoiser.eval()
+    student.sampling = {"sampler": "ddim", "timesteps": grid[::2]}
+    return student, losses
+
+
+def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
+                        progress: bool = True) -> tuple[MotionModel, list[float]]:
+    """A one-step student: f(x_{t_{n+1}}) matches the EMA student's f at the teacher's DDIM step to t_n."""
+    student = copy.deepcopy(teacher)
+    target_net = copy.deepcopy(teacher.denoiser).requires_grad_(False)
+    opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(cfg.seed + 7)
+    full = grid + [-1]
+    losses = []
+    for _ in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
+        batch, x0, idx, noise = _round_batch(teacher, sampler, grid, cfg, gen)
+        cond = _cond(batch)
+        t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])
+        x_t = teacher.schedule.add_noise(x0, noise, t)
+        with torch.no_grad():
+            a_t, a_s = _abar(teacher, t, cfg.batch), _abar(teacher, s, cfg.batch)
+            x_s = ddim_step(teacher.denoiser(x_t, t, cond), x_t, a_t, a_s)
+            # At the clean end the teacher's step is already the answer: the boundary condition.
+            target = torch.where((s < 0)[:, None, None], x_s, target_net(x_s, s.clamp_min(0), cond))
+        loss = consistency_loss(student.denoiser(x_t, t, cond), target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(student.denoiser.net.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            for pt, p in zip(target_net.net.parameters(), student.denoiser.net.parameters()):
+                pt.lerp_(p, 1 - cfg.ema)
+        losses.append(loss.item())
+    student.denoiser.eval()
+    student.sampling = {"sampler": "ddim", "timesteps": [grid[0]]}
+    return student, losses
+
+
+def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillConfig,
+            progress: bool = True) -> list[Path]:
+    """Run the chain (progressive) or the one-step student (consistency); returns the checkpoints written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    teacher = load(teacher_name)
+    clips = load_clips(data, "train", teacher.features)
+    sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
+    grid = teacher.schedule.timesteps(cfg.start_steps, "trailing")
+    written: list[Path] = []
+    log = out / "distill.jsonl"
+    if cfg.method == "consistency":
+        path = out / "student-consistency.safetensors"
+        if not path.exists():
+            t0 = time.time()
+            student, losses = consistency_distill(teacher, grid, sampler, cfg, progress)
+            _finish(student, path, cfg, teacher_name, grid, losses, t0, log)
+        return [path]
+    if cfg.method != "progressive":
+        raise InputError(f"unknown method {cfg.method!r}; use progressive or consistency")
+    current = teacher
+    while len(grid) > cfg.to:
+        path = out / f"student-{len(grid) // 2}.safetensors"
+        if path.exists():  # finished by an earlier run: resume after it
+            current = load(path)
+        else:
+            t0 = time.time()
+            current, losses = progressive_round(current, grid, sampler, cfg, progress)
+            _finish(current, path, cfg, teacher_name, grid, losses, t0, log)
+        grid = grid[::2]
+        written.append(path)
+    return written
+
+
+def _finish(student: MotionModel, path: Path, cfg: DistillConfig, teacher: str, grid: list[int],
+            losses: list[float], t0: float, log: Path) -> None:
+    steps = len(student.sampling["timesteps"])
+    info = {"method": cfg.method, "teacher": teacher, "from_grid": grid, "config": asdict(cfg),
+            "loss_first": sum(losses[:20]) / max(1, len(losses[:20])), "loss_last": sum(losses[-20:]) / max(1, len(losses[-20:])),
+            "wall_s": round(time.time() - t0, 1)}
+    student.meta = {**student.meta, "kind": "student", "distill": info}
+    student.save(path)
+    with open(log, "a") as f:
+        f.write(json.dumps({"student": path.name, "steps": steps, **info}) + "\n")

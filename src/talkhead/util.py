@@ -1,0 +1,43 @@
+"""Small shared helpers: atomic file writes."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from talkhead.errors import InputError
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"output directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"output directory is not writable: {parent}")
+    # Not mkstemp: its files are 0600; a file opened with 0666 gets the user's umask like any other output.
+    tmp = parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.part{path.suffix}"
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as e:
+        raise InputError(f"cannot write to {parent}: {e.strerror}") from None
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write bytes so that readers see the old file or the whole new one, never a part."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())

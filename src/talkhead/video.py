@@ -1,0 +1,148 @@
+"""Frames + speech -> .mp4 (H.264 + AAC) with PyAV, written atomically.
+
+The video is the master clock: the audio is trimmed or padded with silence to
+exactly ``n_frames / fps`` seconds, so both streams end within one frame. The
+file appears under its name only once complete: it is written to a hidden
+temporary file in the same directory and renamed; any failure removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000)
+
+
+def _even_frame(frame: np.ndarray, shape: tuple[int, int] | None) -> np.ndarray:
+    """Crop a frame [H, W, 3] to even sides (yuv420p halves chroma) and check it matches."""
+    f = np.asarray(frame)
+    if f.dtype != np.uint8 or f.ndim != 3 or f.shape[2] != 3:
+        raise ValueError(f"frames must be uint8 [H, W, 3], got {f.dtype} {f.shape}")
+    f = f[: f.shape[0] // 2 * 2, : f.shape[1] // 2 * 2]
+    if shape is not None and f.shape[:2] != shape:
+        raise ValueError(f"frame size changed from {shape} to {f.shape[:2]}")
+    if min(f.shape[:2]) < 2:
+        raise ValueError(f"frame too small: {frame.shape}")
+    return np.ascontiguousarray(f)
+
+
+class _AudioFeed:
+    """Feeds the mono track to the AAC encoder in step with the video frames."""
+
+    def __init__(self, container, audio: np.ndarray, sample_rate: int) -> None:
+        self.audio = np.ascontiguousarray(np.asarray(audio, dtype=np.float32).reshape(-1))
+        self.rate = int(sample_rate)
+        out_rate = self.rate if self.rate in AAC_RATES else 48000  # encoder resamples
+        self.stream = container.add_stream("aac", rate=out_rate, layout="mono")
+        self.stream.bit_rate = 128_000
+        self.sent = 0
+
+    def until(self, seconds: float) -> None:
+        """Encode samples up to ``seconds``, silence past the end of the audio."""
+        end = round(seconds * self.rate)
+        if end <= self.sent:
+            return
+        chunk = np.zeros(end - self.sent, dtype=np.float32)
+        have = self.audio[self.sent:end]
+        chunk[: len(have)] = have
+        frame = av.AudioFrame.from_ndarray(chunk[None, :], format="flt", layout="mono")
+        frame.sample_rate = self.rate
+        frame.pts = self.sent
+        frame.time_base = Fraction(1, self.rate)
+        self.sent = end
+        self._mux(frame)
+
+    def close(self) -> None:
+        self._mux(None)
+
+    def _mux(self, frame) -> None:
+        for packet in self.stream.encode(frame):
+            self.stream.container.mux(packet)
+
+
+def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray, sample_rate: int,
+            fps: int, progress: Callable[[int], None] | None) -> int:
+    """Write the streams into tmp; returns the number of video frames."""
+    n = 0
+    with av.open(str(tmp), mode="w", format="mp4") as container:
+        video = None
+        feed = None
+        shape = None
+        for frame in frames:
+            f = _even_frame(frame, shape)
+            if video is None:
+                shape = f.shape[:2]
+                video = container.add_stream("libx264", rate=fps)
+                video.width, video.height = shape[1], shape[0]
+                video.pix_fmt = "yuv420p"
+                video.options = {"preset": "veryfast", "crf": "20"}
+                feed = _AudioFeed(container, audio, sample_rate)
+            vf = av.VideoFrame.from_ndarray(f, format="rgb24")
+            vf.pts = n
+            for packet in video.encode(vf):
+                container.mux(packet)
+            n += 1
+            feed.until(n / fps)  # interleave: audio up to the end of this frame
+            if progress is not None:
+                progress(n)
+        if video is None:
+            raise ValueError("no frames to write")
+        for packet in video.encode(None):
+            container.mux(packet)
+        feed.close()
+    return n
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.ndarray,
+              sample_rate: int, fps: int = 25,
+              progress: Callable[[int], None] | None = None) -> Path:
+    """Encode frames (uint8 [H, W, 3] each) and mono float32 audio to an mp4; returns the path.
+
+    ``progress(n)`` is called after each frame with the number written so far.
+    """
+    path = Path(path)
+    if sample_rate <= 0 or fps <= 0:
+        raise ValueError("sample_rate and fps must be positive")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".part.mp4", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        _encode(tmp, frames, audio, sample_rate, fps, progress)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it private; give it normal rights
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def probe(path: str | os.PathLike) -> dict:
+    """Streams of an mp4: frame count, fps, durations (s), size and codec names."""
+    with av.open(str(path)) as c:
+        v = c.streams.video[0]
+        a = c.streams.audio[0] if c.streams.audio else None
+        n = v.frames or sum(1 for _ in c.demux(v) if _.size)
+        fps = float(v.average_rate) if v.average_rate else float(v.guessed_rate)
+        info = {"video_frames": int(n), "fps": fps,
+                "video_duration": float(v.duration * v.time_base) if v.duration else n / fps,
+                "width": v.codec_context.width, "height": v.codec_context.height,
+                "video_codec": v.codec_context.name,
+                "audio_duration": None, "audio_codec": None, "sample_rate": None}
+        if a is not None:
+            info.update(audio_duration=float(a.duration * a.time_base) if a.duration else None,
+                        audio_codec=a.codec_context.name, sample_rate=a.codec_context.sample_rate)
+    return info
