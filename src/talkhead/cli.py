@@ -82,9 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list:
     # Each subsystem registers its own subcommands; imports stay light until a command runs.
-    from talkhead import cli_bench, cli_distill, cli_motion, cli_train
+    from talkhead import cli_bench, cli_distill, cli_generate, cli_motion, cli_train
 
-    return [cli_train.register, cli_distill.register, cli_motion.register, cli_bench.register]
+    return [cli_generate.register, cli_train.register, cli_distill.register, cli_motion.register, cli_bench.register]
 
 
 def main(argv: list[str] | None = None) -> int:

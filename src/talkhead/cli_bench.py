@@ -26,9 +26,18 @@ def _cmd_bench_motion(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench_render(args: argparse.Namespace) -> None:
+    from talkhead.bench.e2e import run_e2e_bench
     from talkhead.bench.render import run_render_bench
 
-    run_render_bench(args.out, device=_device(args.device), size=args.size, frames=args.frames)
+    device = _device(args.device)
+    r = run_render_bench(args.out, device=device, size=args.size, frames=args.frames,
+                         threads=args.threads or None)
+    print(f"warp renderer: {r['fps']} frames/s at {r['width']}x{r['height']} ({r['threads']} threads)")
+    if not args.no_e2e:
+        e = run_e2e_bench(args.out, size=args.size, device=device)
+        for row in e["rows"]:
+            print(f"generate, cadence stride {row['cadence_stride']}: {row['total_s']} s for 6.6 s "
+                  f"({row['realtime_factor']}x real time)")
     print(f"wrote {args.out}")
 
 
@@ -49,4 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--size", type=int, default=512)
     r.add_argument("--frames", type=int, default=165)
     r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    r.add_argument("--threads", type=int, default=0, help="torch threads for the renderer (0: default)")
+    r.add_argument("--no-e2e", action="store_true", help="skip the end-to-end generate timing")
     r.set_defaults(func=_cmd_bench_render)

@@ -109,3 +109,54 @@ def cadence_motion(motion: np.ndarray, stride: int) -> np.ndarray:
         return motion
     key_idx = keyframes(len(motion), stride)
     return interpolate_motion(motion[key_idx], key_idx, len(motion))
+
+
+def check_output(path: str, suffix: str = ".mp4") -> None:
+    """Refuse a bad output path before any work is done."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() != suffix:
+        raise InputError(f"output must be a {suffix} file: {p}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"output directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"output directory is not writable: {parent}")
+
+
+def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progress: bool = True) -> dict:
+    """Photo + speech -> talking-head mp4 (H.264 + AAC, 25 fps); returns each stage's seconds."""
+    import time
+
+    from tqdm import tqdm
+
+    from talkhead.render.face import default_photo, load_image
+    from talkhead.render.warp import WarpRenderer
+    from talkhead.rig.io import save_motion
+    from talkhead.video import write_mp4
+
+    check_output(out)
+    if cfg.cadence_stride < 1:
+        raise InputError("--cadence-stride must be >= 1")
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    photo = load_image(cfg.image) if cfg.image else default_photo()
+    renderer = WarpRenderer(photo, cfg.size, cfg.device, name=cfg.image or "astronaut")
+    times["face"] = time.perf_counter() - t
+    t = time.perf_counter()
+    speech = load_speech(cfg)
+    times["speech"] = time.perf_counter() - t
+    t = time.perf_counter()
+    motion = cadence_motion(motion_from_speech(speech, cfg.motion), cfg.cadence_stride)
+    times["motion"] = time.perf_counter() - t
+    if motion_out:
+        save_motion(motion_out, motion)
+    t = time.perf_counter()
+    bar = tqdm(total=len(motion), unit="frame", desc="render+encode", disable=not progress)
+    frames = render_frames(renderer, motion, cfg.cadence_stride, cfg.batch)
+    write_mp4(out, frames, speech.wav, speech.sample_rate, progress=lambda n: bar.update(n - bar.n))
+    bar.close()
+    times["render_encode"] = time.perf_counter() - t
+    return {"frames": len(motion), "seconds": len(motion) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}

@@ -103,3 +103,30 @@ def main() -> None:  # pragma: no cover - regenerates docs/motion_clip.png
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def plot_pareto(rows: list[dict], path: str | Path, title: str = "motion: latency vs parity") -> None:
+    """Latency (log axis) against cosine similarity to the teacher at S = 50, one marker per row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    markers = {"teacher-ddim": "o", "teacher-dpmpp": "s", "teacher-unipc": "^"}
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    for label in dict.fromkeys(r["sampler"] for r in rows):
+        pts = [r for r in rows if r["sampler"] == label]
+        ax.scatter([r["ms_per_clip"] for r in pts], [r["cosine_to_teacher50"] for r in pts],
+                   marker=markers.get(label, "*"), s=90 if label.startswith("student") else 45, label=label)
+        for r in pts:
+            ax.annotate(f"S={r['steps']}", (r["ms_per_clip"], r["cosine_to_teacher50"]), fontsize=7,
+                        xytext=(4, -8), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per 165-frame clip (log)")
+    ax.set_ylabel("cosine to teacher DDIM S=50")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

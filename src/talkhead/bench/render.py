@@ -10,11 +10,15 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from talkhead.rig.spec import FPS, SPEC
+
+if TYPE_CHECKING:
+    from talkhead.render.warp import WarpRenderer
 
 # (label, channel values, frames held); 5-frame eased transitions in between.
 SCRIPT: list[tuple[str, dict[str, float], int]] = [
@@ -66,7 +70,7 @@ def scripted_motion(frames: int) -> tuple[np.ndarray, dict[str, int]]:
     return motion, {k: v for k, v in marks.items() if v < frames}
 
 
-def _time_renders(renderer, motion: np.ndarray, runs: int, warmup: int, batch: int) -> list[float]:
+def _time_renders(renderer: WarpRenderer, motion: np.ndarray, runs: int, warmup: int, batch: int) -> list[float]:
     """Wall seconds per full pass over the motion, after warm-up passes."""
     times = []
     for i in range(warmup + runs):
@@ -80,7 +84,7 @@ def _time_renders(renderer, motion: np.ndarray, runs: int, warmup: int, batch: i
     return times
 
 
-def contact_sheet(renderer, path: Path) -> None:
+def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
     """PNG grid: per key pose the source and the rendered frame, whole and zoomed on the face."""
     import matplotlib
 

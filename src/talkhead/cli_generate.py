@@ -1,0 +1,40 @@
+"""``talkhead generate``: a talking-head video from a face photo and speech."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _cmd_generate(args: argparse.Namespace) -> None:
+    import torch
+
+    from talkhead.errors import InputError
+    from talkhead.pipeline import GenerateConfig, MotionConfig, generate
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA device is available")
+    motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=args.driver)
+    cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, voice=args.voice, motion=motion,
+                         size=args.size, cadence_stride=args.cadence_stride, device=args.device)
+    info = generate(cfg, args.out, motion_out=args.motion_out, progress=not args.quiet)
+    print(f"wrote {args.out}: {info['frames']} frames, {info['seconds']:.2f} s")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser("generate", help="make a talking-head video (mp4) from a photo and speech")
+    g.add_argument("--image", help="face photo (default: the astronaut from scikit-image)")
+    g.add_argument("--audio", help="speech: WAV, FLAC, MP3 or a video file's audio")
+    g.add_argument("--text", help="text to speak with the built-in TTS")
+    g.add_argument("--voice", default="us-female", help="TTS voice (talkhead tts --list-voices)")
+    g.add_argument("-o", "--out", required=True, help="output .mp4")
+    g.add_argument("--model", default=None, help="motion model (talkhead models); default: the best shipped")
+    g.add_argument("--steps", type=int, default=None, help="sampling steps (default: the model's own)")
+    g.add_argument("--driver", choices=["model", "phones"], default="model",
+                   help="'phones': drive the face from phoneme targets instead of the model (needs --text)")
+    g.add_argument("--size", type=int, default=512, help="frame size in pixels (square)")
+    g.add_argument("--cadence-stride", type=int, default=1, help="render every K-th frame, blend the rest")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--motion-out", help="also write the motion as .csv or .npy")
+    g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    g.add_argument("--quiet", action="store_true")
+    g.set_defaults(func=_cmd_generate)

@@ -1,0 +1,31 @@
+"""The motion benchmark's JSON schema and plot, on a tiny teacher and its students."""
+
+from __future__ import annotations
+
+import json
+
+from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
+from talkhead.train.distill import DistillConfig, distill
+
+
+def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
+    students = tmp_path / "students"
+    distill(str(tiny_teacher), tiny_corpus, students, DistillConfig(start_steps=8, to=1, iters=2, batch=4),
+            progress=False)
+    out = tmp_path / "bench"
+    cfg = BenchConfig(teacher=str(tiny_teacher), students=("student-4", "student-2", "student-1"),
+                      repeats=2, lipsync_clips=2)
+    result = run_motion_bench(tiny_corpus, out, cfg, models_dir=students, progress=False)
+    data = json.loads((out / "bench.json").read_text())
+    assert data == json.loads(json.dumps(result))
+    assert set(data) >= {"rows", "machine"}
+    rows = data["rows"]
+    assert all(tuple(r) == ROW_KEYS for r in rows)
+    labels = [(r["sampler"], r["steps"]) for r in rows]
+    assert labels[:6] == [("teacher-ddim", s) for s in (50, 25, 10, 4, 2, 1)]
+    assert ("teacher-dpmpp", 4) in labels and ("teacher-unipc", 2) in labels
+    assert [s for s in labels if s[0] == "student"] == [("student", 4), ("student", 2), ("student", 1)]
+    first = rows[0]
+    assert first["cosine_to_teacher50"] == 1.0 and first["mse_to_teacher50"] == 0.0 and first["speedup_vs_teacher50"] == 1.0
+    assert rows[5]["ms_per_clip"] < rows[0]["ms_per_clip"]
+    assert (out / "pareto.png").stat().st_size > 10_000

@@ -1,0 +1,63 @@
+"""`talkhead motion`, `models` and `eval` on a tiny trained teacher and real TTS speech."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from talkhead.audio.io import write_wav
+from talkhead.audio.tts import synthesize
+from talkhead.cli import main
+from talkhead.rig.io import load_motion
+from talkhead.rig.spec import SPEC
+
+
+def test_motion_from_a_stereo_44k_wav_writes_one_row_per_frame(tiny_teacher, tmp_path, capsys):
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    speech = synthesize("Motion from a file.", "nyc-male")
+    stereo = np.stack([resample_poly(speech.wav, 441, 160)] * 2, -1)
+    wav = tmp_path / "in.wav"
+    sf.write(wav, stereo, 44_100)
+    out = tmp_path / "m.csv"
+    assert main(["motion", "--audio", str(wav), "-o", str(out), "--model", str(tiny_teacher), "--steps", "2"]) == 0
+    m = load_motion(out)
+    assert m.shape == (int(np.ceil(len(speech.wav) / 640)), 58)
+    assert out.read_text().splitlines()[0].split(",") == list(SPEC.names)
+
+
+def test_phones_driver_and_bad_inputs(tmp_path, capsys):
+    out = tmp_path / "m.npy"
+    assert main(["motion", "--text", "Hello there.", "--driver", "phones", "-o", str(out)]) == 0
+    assert load_motion(out).shape[1] == 58
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"not audio at all" * 10)
+    capsys.readouterr()
+    assert main(["motion", "--audio", str(bad), "-o", str(tmp_path / "x.csv"), "--driver", "phones"]) == 2
+    assert main(["motion", "--audio", str(bad), "-o", str(tmp_path / "x.csv")]) == 2
+    assert main(["motion", "--text", "hi", "-o", str(tmp_path / "x.txt")]) == 2
+    assert main(["motion", "--text", "hi", "-o", str(tmp_path / "x.csv"), "--model", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("talkhead: error:") == 4 and "Traceback" not in err
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.txt").exists()
+
+
+def test_silence_gives_a_closed_still_mouth_with_the_phones_driver(tmp_path):
+    wav = tmp_path / "quiet.wav"
+    write_wav(wav, np.zeros(16_000 * 2, np.float32), 16_000)
+    out = tmp_path / "q.csv"
+    # A WAV file has no phones: the model is the only driver for audio files.
+    assert main(["motion", "--audio", str(wav), "-o", str(out), "--driver", "phones"]) == 2
+
+
+def test_eval_reports_every_metric(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    assert main(["eval", "--model", str(tiny_teacher), "--data", str(tiny_corpus), "--clips", "2", "--seeds", "2",
+                 "--steps", "2", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    for key in ("lipsync_r", "lipsync_r_per_voice", "mouth_mse", "blink_rate_per_min", "head_std", "head_velocity",
+                "diversity_lips", "diversity_head", "diversity_blink", "seam_ratio"):
+        assert key in r
+    assert -1 <= r["lipsync_r"] <= 1 and r["clips"] == 2
