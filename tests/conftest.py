@@ -35,6 +35,14 @@ def tts_motions(tts_samples):
             for v, s in tts_samples.items()}
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread():
+    """Tiny test models run fastest on one thread, and leave the other core to a second process."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 # A tiny corpus and a tiny trained teacher, made once per test session from real TTS speech.
 
 TINY = DenoiserConfig(width=32, depth=1, heads=2, ff_mult=2)

@@ -30,8 +30,17 @@ def _cmd_motion(args: argparse.Namespace) -> None:
 
 def _cmd_models(args: argparse.Namespace) -> None:
     from talkhead.checkpoint import load_checkpoint
-    from talkhead.motion.model import default_model_name, shipped_models
+    from talkhead.motion.model import MODELS_DIR, default_model_name, load, shipped_models
 
+    if args.export:
+        import torch
+
+        if not args.name:
+            raise InputError("--export needs --name NAME (e.g. teacher, student-1)")
+        target = Path(args.dir) if args.dir else MODELS_DIR
+        load(args.export).save(target / f"{args.name}.safetensors", {"name": args.name}, dtype=torch.float16)
+        print(f"wrote {target / (args.name + '.safetensors')} (fp16)")
+        return
     paths = shipped_models()
     if not paths:
         print("no shipped models")
@@ -80,7 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _sampling_args(m)
     m.set_defaults(func=_cmd_motion)
 
-    ls = sub.add_parser("models", help="list the shipped motion models")
+    ls = sub.add_parser("models", help="list the shipped motion models (or --export one)")
+    ls.add_argument("--export", metavar="CKPT", help="store this checkpoint as a shipped model (fp16)")
+    ls.add_argument("--name", help="name to ship it under, with --export")
+    ls.add_argument("--dir", help="with --export: write here instead of the package's models/ folder")
     ls.set_defaults(func=_cmd_models)
 
     e = sub.add_parser("eval", help="evaluate a motion model on a corpus' held-out voices (JSON)")

@@ -165,7 +165,7 @@ def _finish(student: MotionModel, path: Path, cfg: DistillConfig, teacher: str, 
     info = {"method": cfg.method, "teacher": teacher, "from_grid": grid, "config": asdict(cfg),
             "loss_first": sum(losses[:20]) / max(1, len(losses[:20])), "loss_last": sum(losses[-20:]) / max(1, len(losses[-20:])),
             "wall_s": round(time.time() - t0, 1)}
-    student.meta = {**student.meta, "kind": "student", "distill": info}
+    student.meta = {**student.meta, "kind": "student", "name": path.stem, "distill": info}
     student.save(path)
     with open(log, "a") as f:
         f.write(json.dumps({"student": path.name, "steps": steps, **info}) + "\n")
