@@ -19,7 +19,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
         raise InputError("--device cuda: no CUDA device is available")
     model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads)
     cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, val_every=args.val_every,
-                      ckpt_every=args.ckpt_every, seed=args.seed, device=args.device, val_clips=args.val_clips)
+                      ckpt_every=args.ckpt_every, seed=args.seed, device=args.device, val_clips=args.val_clips,
+                      snr_min=args.snr_min, snr_max=args.snr_max, velocity=args.velocity)
     path = train(args.data, args.out, model_cfg, cfg, resume=args.resume, progress=not args.quiet)
     print(f"wrote {path}")
 
@@ -34,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--width", type=int, default=192)
     t.add_argument("--depth", type=int, default=4)
     t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--snr-min", type=float, default=1.0, help="truncated-SNR loss weight floor (0: plain x0 MSE)")
+    t.add_argument("--snr-max", type=float, default=5.0, help="truncated-SNR loss weight cap")
+    t.add_argument("--velocity", type=float, default=1.0, help="weight of the temporal (frame-difference) loss")
     t.add_argument("--val-every", type=int, default=500)
     t.add_argument("--val-clips", type=int, default=16)
     t.add_argument("--ckpt-every", type=int, default=200)

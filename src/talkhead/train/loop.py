@@ -44,6 +44,9 @@ class TrainConfig:
     ema: float = 0.999
     clip: float = 1.0
     audio_drop: float = 0.1
+    snr_min: float = 0.0  # > 0: weight the x0 loss by SNR clipped to [snr_min, snr_max]
+    snr_max: float = 5.0
+    velocity: float = 0.0  # weight of the frame-difference (temporal) loss term
     val_every: int = 500
     ckpt_every: int = 200
     val_clips: int = 16
@@ -152,7 +155,8 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         batch = {k: v.to(device) for k, v in sampler.sample(cfg.batch // world, gen).items()}
-        loss = diffusion_loss(ddp, batch, gen, cfg.audio_drop) if world == 1 else _ddp_loss(ddp, net, batch, gen, cfg)
+        loss = diffusion_loss(ddp if world == 1 else _DDPDenoiser(ddp, net.schedule), batch, gen, cfg.audio_drop,
+                              (cfg.snr_min, cfg.snr_max) if cfg.snr_min > 0 else None, cfg.velocity)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(net.net.parameters(), cfg.clip)
@@ -172,12 +176,9 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     return out / "last.safetensors"
 
 
-def _ddp_loss(ddp, net, batch, gen, cfg):
-    # DDP must see the forward call to sync gradients; the Denoiser wrapper's signature is kept.
-    return diffusion_loss(_DDPDenoiser(ddp, net.schedule), batch, gen, cfg.audio_drop)
-
-
 class _DDPDenoiser(torch.nn.Module):
+    """DDP must see the forward call to sync gradients; this keeps the Denoiser's call signature."""
+
     def __init__(self, ddp: torch.nn.Module, schedule) -> None:
         super().__init__()
         self.ddp, self.schedule = ddp, schedule
