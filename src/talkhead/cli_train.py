@@ -20,7 +20,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads)
     cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, val_every=args.val_every,
                       ckpt_every=args.ckpt_every, seed=args.seed, device=args.device, val_clips=args.val_clips,
-                      snr_min=args.snr_min, snr_max=args.snr_max, velocity=args.velocity)
+                      snr_min=args.snr_min, snr_max=args.snr_max, velocity=args.velocity,
+                      stop_at=args.stop_at)
     path = train(args.data, args.out, model_cfg, cfg, resume=args.resume, progress=not args.quiet)
     print(f"wrote {path}")
 
@@ -44,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    t.add_argument("--stop-at", type=int, default=0,
+                   help="checkpoint and stop at this step; --resume continues on the same LR schedule")
     t.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

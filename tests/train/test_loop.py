@@ -78,3 +78,13 @@ def test_ddp_with_two_cpu_processes(tiny_corpus, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     _, meta = load_checkpoint(out / "last.safetensors")
     assert meta["train"]["world"] == 2 and meta["train"]["step"] == 4
+
+
+def test_stop_at_then_resume_equals_one_run(tiny_corpus, tmp_path, tiny_cfg, make_train_cfg):
+    one = train(tiny_corpus, tmp_path / "one", tiny_cfg, make_train_cfg(steps=8, val_every=100), progress=False)
+    two = tmp_path / "two"
+    train(tiny_corpus, two, tiny_cfg, make_train_cfg(steps=8, val_every=100, stop_at=6), progress=False)
+    assert torch.load(two / "state.pt", weights_only=False)["step"] == 6
+    train(tiny_corpus, two, tiny_cfg, make_train_cfg(steps=8, val_every=100), resume=True, progress=False)
+    a, b = load(one).denoiser.net.state_dict(), load(two / "last.safetensors").denoiser.net.state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)

@@ -138,7 +138,7 @@ def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
 
 
 # Best first: the default is the best shipped model (see README, "Speed and parity").
-PREFERENCE = ("student-1", "student-bridge", "student-2", "student-4", "teacher")
+PREFERENCE = ("student-4", "student-2", "student-1", "student-consistency", "teacher")
 
 
 def shipped_models() -> list[Path]:

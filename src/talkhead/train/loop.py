@@ -52,6 +52,7 @@ class TrainConfig:
     val_clips: int = 16
     seed: int = 0
     device: str = "cpu"
+    stop_at: int = 0  # > 0: checkpoint and stop at this step (the LR schedule still spans ``steps``)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -151,7 +152,8 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
         _log(out, {"event": "resume" if resume else "start", "step": step, "params": meta["train"]["params"]})
     bar = tqdm(total=cfg.steps, initial=step, desc="train", disable=not progress or rank != 0)
     t0 = time.time()
-    while step < cfg.steps:
+    end = min(cfg.steps, cfg.stop_at) if cfg.stop_at > 0 else cfg.steps
+    while step < end:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         batch = {k: v.to(device) for k, v in sampler.sample(cfg.batch // world, gen).items()}
@@ -196,5 +198,5 @@ def _after_step(out: Path, step: int, loss, gnorm, cfg: TrainConfig, model: Moti
         ema_model = MotionModel(copy.deepcopy(model.denoiser).cpu(), model.features, model.norm, model.sampling)
         ema_model.denoiser.net.load_state_dict(ema_net.state_dict())
         _log(out, {"step": step, **validate(ema_model, val_clips, val_batch)})
-    if step % cfg.ckpt_every == 0 or step == cfg.steps:
+    if step % cfg.ckpt_every == 0 or step in (cfg.steps, cfg.stop_at):
         _save(out, model, ema_net, opt, step, gen, meta)

@@ -1,0 +1,45 @@
+"""The models that ship in the package: listed, self-describing, and sane on silence and speech."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from talkhead.audio.tts import synthesize
+from talkhead.bench.metrics import pearson
+from talkhead.checkpoint import load_checkpoint
+from talkhead.cli import main
+from talkhead.motion.model import default_model_name, load, shipped_models
+from talkhead.pipeline import MotionConfig, motion_from_audio
+from talkhead.rig import target_motion
+from talkhead.rig.spec import SPEC
+
+
+def test_shipped_models_are_listed_and_small(capsys):
+    names = {p.stem for p in shipped_models()}
+    assert {"teacher", "student-4", "student-2", "student-1"} <= names
+    assert default_model_name().startswith("student")
+    for p in shipped_models():
+        assert p.stat().st_size < 25e6
+        _, meta = load_checkpoint(p)
+        assert meta["name"] == p.stem
+        assert "train" in meta or "distill" in meta
+        if p.stem.startswith("student-") and p.stem.split("-")[1].isdigit():
+            assert len(meta["sampling"]["timesteps"]) == int(p.stem.split("-")[1])
+    assert main(["models"]) == 0
+    assert "teacher" in capsys.readouterr().out
+
+
+def test_silence_gives_a_closed_mouth_and_idle_head():
+    model = load(default_model_name())
+    motion = motion_from_audio(model, np.zeros(16_000 * 4, np.float32), MotionConfig(seed=1))
+    mouth = motion[:, SPEC["jawOpen"]]
+    assert mouth.mean() < 0.12 and mouth.max() < 0.3
+    assert motion[:, SPEC.pose][:, :3].std(0).max() > 1e-3  # the head still drifts
+
+
+def test_default_model_follows_the_lips_of_a_held_out_voice():
+    speech = synthesize("Papa bought a big map of the moon and the ocean.", "gb-male-deep")
+    model = load(default_model_name())
+    gen = motion_from_audio(model, speech.wav, MotionConfig(seed=0))
+    tgt = target_motion(speech.wav, speech.sample_rate, speech.phones, 0)
+    assert pearson(gen[:, SPEC["jawOpen"]], tgt[:, SPEC["jawOpen"]]) > 0.4
