@@ -130,6 +130,8 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     """Run the chain (progressive) or the one-step student (consistency); returns the checkpoints written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(".*.part*"):
+        stale.unlink()  # a student write cut short by a kill: that round is simply run again
     teacher = load(teacher_name)
     clips = load_clips(data, "train", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)

@@ -128,6 +128,9 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     rank, world = _dist_info()
     out, data = Path(out), Path(data)
     out.mkdir(parents=True, exist_ok=True)
+    if rank == 0:
+        for stale in out.glob(".*.part*"):
+            stale.unlink()  # a write cut short by a kill; the checkpoint it replaced is intact
     train_clips, val_clips, norm, model, state = _setup(data, out, model_cfg, cfg, resume, rank)
     device = torch.device(cfg.device)
     net = model.denoiser.to(device)
