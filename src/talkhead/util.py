@@ -41,3 +41,9 @@ def atomic_write(path: str | Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+
+
+def clear_stale_parts(directory: str | Path) -> None:
+    """Remove temp files that a killed ``atomic_path`` write left behind; the files they replaced are intact."""
+    for stale in Path(directory).glob(".*.part*"):
+        stale.unlink(missing_ok=True)

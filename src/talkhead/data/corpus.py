@@ -26,7 +26,7 @@ from talkhead.audio.tts import HELD_OUT_VOICES, SAMPLE_RATE, VOICES, get_voice, 
 from talkhead.data.text import paragraph
 from talkhead.errors import InputError
 from talkhead.rig import n_frames, target_motion
-from talkhead.util import atomic_write
+from talkhead.util import atomic_write, clear_stale_parts
 
 FORMAT_VERSION = 1
 
@@ -111,8 +111,7 @@ def synth_corpus(out: str | Path, cfg: CorpusConfig, workers: int = 2,
     (out / "shards").mkdir(exist_ok=True)
     _check_config(out, cfg)
     atomic_write(out / "corpus.json", json.dumps({"format": FORMAT_VERSION, **asdict(cfg)}, indent=1).encode())
-    for stale in (out / "shards").glob(".*.part*"):
-        stale.unlink()  # left by a killed run; the shard it was writing is simply made again
+    clear_stale_parts(out / "shards")  # left by a killed run; the shard it was writing is made again
     target = cfg.minutes * 60.0
     rows: list[dict] = []
     total, shard = 0.0, 0
@@ -145,8 +144,7 @@ def synth_corpus(out: str | Path, cfg: CorpusConfig, workers: int = 2,
     for extra in (out / "shards").glob("shard-*.npz"):
         if int(extra.stem.split("-")[1]) >= shard:
             extra.unlink()  # made ahead by a worker past the target: not part of this corpus
-    for stale in (out / "shards").glob(".*.part*"):
-        stale.unlink()  # a worker stopped mid-write when the target was reached
+    clear_stale_parts(out / "shards")  # a worker stopped mid-write when the target was reached
     atomic_write(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
     return rows
 

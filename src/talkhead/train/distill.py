@@ -21,6 +21,7 @@ from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
 from talkhead.motion.model import MotionModel, load
 from talkhead.train.data import WindowSampler, load_clips
+from talkhead.util import clear_stale_parts
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     """Run the chain (progressive) or the one-step student (consistency); returns the checkpoints written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(".*.part*"):
-        stale.unlink()  # a student write cut short by a kill: that round is simply run again
+    clear_stale_parts(out)  # a student write cut short by a kill: that round is simply run again
     teacher = load(teacher_name)
     clips = load_clips(data, "train", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)

@@ -29,7 +29,7 @@ from talkhead.motion.denoiser import DenoiserConfig, count_parameters
 from talkhead.motion.losses import diffusion_loss
 from talkhead.motion.model import MotionModel, build
 from talkhead.train.data import Clips, WindowSampler, fit_normalizer, load_clips
-from talkhead.util import atomic_write
+from talkhead.util import atomic_write, clear_stale_parts
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,7 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     out, data = Path(out), Path(data)
     out.mkdir(parents=True, exist_ok=True)
     if rank == 0:
-        for stale in out.glob(".*.part*"):
-            stale.unlink()  # a write cut short by a kill; the checkpoint it replaced is intact
+        clear_stale_parts(out)
     train_clips, val_clips, norm, model, state = _setup(data, out, model_cfg, cfg, resume, rank)
     device = torch.device(cfg.device)
     net = model.denoiser.to(device)
@@ -143,7 +142,7 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])
         step = state["step"]
-    ddp = torch.nn.parallel.DistributedDataParallel(net) if world > 1 else net
+    ddp = _DDPDenoiser(torch.nn.parallel.DistributedDataParallel(net), net.schedule) if world > 1 else net
     sampler = WindowSampler(train_clips, norm, model_cfg.window, model_cfg.tail)
     val_batch = WindowSampler(val_clips, norm, model_cfg.window, model_cfg.tail).sample(
         64, torch.Generator().manual_seed(1234))
@@ -160,7 +159,7 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         batch = {k: v.to(device) for k, v in sampler.sample(cfg.batch // world, gen).items()}
-        loss = diffusion_loss(ddp if world == 1 else _DDPDenoiser(ddp, net.schedule), batch, gen, cfg.audio_drop,
+        loss = diffusion_loss(ddp, batch, gen, cfg.audio_drop,
                               (cfg.snr_min, cfg.snr_max) if cfg.snr_min > 0 else None, cfg.velocity)
         opt.zero_grad(set_to_none=True)
         loss.backward()
