@@ -88,14 +88,16 @@ def validate(model: MotionModel, val: Clips, batch: dict, steps: int = 10, seed:
 
 def _save(out: Path, model: MotionModel, ema_net: torch.nn.Module, opt: torch.optim.Optimizer,
           step: int, gen: torch.Generator, meta: dict) -> None:
+    # The model file first, the resume state last: whenever state.pt exists, a loadable
+    # last.safetensors from the same step or a later one exists too.
+    ema_model = MotionModel(copy.deepcopy(model.denoiser), model.features, model.norm, model.sampling)
+    ema_model.denoiser.net.load_state_dict(ema_net.state_dict())
+    ema_model.save(out / "last.safetensors", {**meta, "train": {**meta["train"], "step": step}})
     state = {"step": step, "net": model.denoiser.net.state_dict(), "ema": ema_net.state_dict(),
              "opt": opt.state_dict(), "gen": gen.get_state()}
     buf = io.BytesIO()
     torch.save(state, buf)
     atomic_write(out / "state.pt", buf.getvalue())
-    ema_model = MotionModel(copy.deepcopy(model.denoiser), model.features, model.norm, model.sampling)
-    ema_model.denoiser.net.load_state_dict(ema_net.state_dict())
-    ema_model.save(out / "last.safetensors", {**meta, "train": {**meta["train"], "step": step}})
 
 
 def _log(out: Path, row: dict) -> None:
