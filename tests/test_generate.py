@@ -96,3 +96,26 @@ def test_e2e_bench_writes_stage_shares(tmp_path):
     assert abs(sum(row[f"{k}_share"] for k in ("tts", "motion", "render", "encode")) - 1) < 0.01
     assert row["psnr_vs_stride1_db"] == 99.0 and r["rows"][1]["psnr_vs_stride1_db"] < 99.0
     assert (tmp_path / "e2e.png").exists()
+
+
+@pytest.mark.parametrize("text, size", [("512", (512, 512)), ("1080x1920", (1080, 1920)), ("96X160", (96, 160))])
+def test_size_accepts_n_or_width_x_height(text, size):
+    from talkhead.cli_generate import size_arg
+
+    assert size_arg(text) == size
+
+
+@pytest.mark.parametrize("bad", ["12", "wide", "100x", "1080x1920x3", "0x512"])
+def test_bad_size_is_refused_with_a_message(bad, tmp_path, capsys):
+    out = tmp_path / "s.mp4"
+    with pytest.raises(SystemExit) as e:
+        main(["generate", "--text", "Hi.", "--size", bad, "-o", str(out), "--quiet"])
+    assert e.value.code == 2 and "--size" in capsys.readouterr().err and not out.exists()
+
+
+def test_generate_portrait_video(tmp_path):
+    out = tmp_path / "p.mp4"
+    assert main(["generate", "--text", "Mama made maps.", "--driver", "phones", "--size", "96x160",
+                 "-o", str(out), "--quiet"]) == 0
+    p = probe(out)
+    assert (p["width"], p["height"]) == (96, 160)

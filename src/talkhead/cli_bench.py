@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from talkhead.cli_generate import size_arg
 from talkhead.errors import InputError
 
 
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_cmd_bench_motion)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
-    r.add_argument("--size", type=int, default=512)
+    r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")
     r.add_argument("--frames", type=int, default=165)
     r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     r.add_argument("--threads", type=int, default=0, help="torch threads for the renderer (0: default)")

@@ -13,7 +13,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
-                        batch=args.batch, lr=args.lr, seed=args.seed)
+                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 
@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--iters", type=int, default=400, help="optimiser steps per round (consistency: total)")
     d.add_argument("--batch", type=int, default=64)
     d.add_argument("--lr", type=float, default=2e-4)
+    d.add_argument("--velocity", type=float, default=0.0,
+                   help="progressive: weight of the frame-difference loss, against jitter")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--threads", type=int, default=0)
     d.add_argument("--quiet", action="store_true")

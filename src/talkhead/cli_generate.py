@@ -5,6 +5,17 @@ from __future__ import annotations
 import argparse
 
 
+def size_arg(text: str) -> tuple[int, int]:
+    """``--size``: "512" (square) or "WIDTHxHEIGHT" such as "1080x1920" -> (width, height)."""
+    parts = text.lower().split("x")
+    if len(parts) not in (1, 2) or not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"expected N or WIDTHxHEIGHT (e.g. 512 or 1080x1920), got {text!r}")
+    w, h = int(parts[0]), int(parts[-1])
+    if not (64 <= w <= 4096 and 64 <= h <= 4096):
+        raise argparse.ArgumentTypeError(f"each side must be 64..4096 pixels, got {text!r}")
+    return w, h
+
+
 def _cmd_generate(args: argparse.Namespace) -> None:
     import torch
 
@@ -31,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--steps", type=int, default=None, help="sampling steps (default: the model's own)")
     g.add_argument("--driver", choices=["model", "phones"], default="model",
                    help="'phones': drive the face from phoneme targets instead of the model (needs --text)")
-    g.add_argument("--size", type=int, default=512, help="frame size in pixels (square)")
+    g.add_argument("--size", type=size_arg, default=(512, 512),
+                   help="frame size: N for N x N, or WIDTHxHEIGHT such as 1080x1920 (default 512)")
     g.add_argument("--cadence-stride", type=int, default=1, help="render every K-th frame, blend the rest")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--motion-out", help="also write the motion as .csv or .npy")

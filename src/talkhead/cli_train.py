@@ -17,7 +17,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: no CUDA device is available")
-    model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads)
+    if args.audio_kernel < 1 or args.audio_kernel % 2 == 0:
+        raise InputError(f"--audio-kernel must be an odd number >= 1, got {args.audio_kernel}")
+    model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads, audio_kernel=args.audio_kernel)
     cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, val_every=args.val_every,
                       ckpt_every=args.ckpt_every, seed=args.seed, device=args.device, val_clips=args.val_clips,
                       snr_min=args.snr_min, snr_max=args.snr_max, velocity=args.velocity,
@@ -36,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--width", type=int, default=192)
     t.add_argument("--depth", type=int, default=4)
     t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--audio-kernel", type=int, default=5, help="frames each audio convolution sees (odd)")
     t.add_argument("--snr-min", type=float, default=1.0, help="truncated-SNR loss weight floor (0: plain x0 MSE)")
     t.add_argument("--snr-max", type=float, default=5.0, help="truncated-SNR loss weight cap")
     t.add_argument("--velocity", type=float, default=1.0, help="weight of the temporal (frame-difference) loss")

@@ -64,7 +64,7 @@ class GenerateConfig:
     text: str | None = None
     voice: str = "us-female"
     motion: MotionConfig = MotionConfig()
-    size: int = 512
+    size: int | tuple[int, int] = 512  # N (square) or (width, height)
     cadence_stride: int = 1
     device: str = "cpu"
     batch: int = 32

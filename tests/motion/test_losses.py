@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from talkhead.motion.denoiser import Denoiser, DenoiserConfig, MotionTransformer
-from talkhead.motion.losses import ddim_step, diffusion_loss, progressive_target
+from talkhead.motion.losses import ddim_step, diffusion_loss, progressive_loss, progressive_target
 from talkhead.motion.schedule import NoiseSchedule
 
 
@@ -31,3 +31,15 @@ def test_diffusion_loss_weights_and_temporal_term():
     weighted = diffusion_loss(den, batch, g(), snr_weight=(1.0, 5.0))
     assert with_velocity > plain  # white-noise x0 has large frame differences the zero-init net misses
     assert weighted >= plain  # every weight is >= 1
+
+
+def test_progressive_velocity_term_prefers_a_smooth_miss_to_a_jittery_one():
+    g = torch.Generator().manual_seed(1)
+    target = torch.randn(2, 80, 58, generator=g).cumsum(1) * 0.1  # smooth-ish motion
+    abar = torch.full((2, 1, 1), 0.5)
+    smooth = target + 0.1  # an offset: same error on every frame
+    jittery = target + 0.1 * torch.tensor([1.0, -1.0]).repeat(40)[None, :, None]  # alternating sign
+    # Plain MSE cannot tell the two misses apart; the frame-difference term can.
+    assert torch.isclose(progressive_loss(smooth, target, abar), progressive_loss(jittery, target, abar))
+    assert progressive_loss(jittery, target, abar, velocity=1.0) > 2 * progressive_loss(smooth, target, abar, velocity=1.0)
+    assert torch.isclose(progressive_loss(smooth, target, abar, velocity=1.0), progressive_loss(smooth, target, abar))

@@ -146,3 +146,15 @@ def test_blink_covers_the_eyes_with_lid_skin(renderer):
         assert shut > open_ + 8  # the dark iris is gone under skin
     # Away from the eyes nothing moved.
     np.testing.assert_array_equal(frames[1][int(lm[8, 1]):], frames[0][int(lm[8, 1]):])
+
+
+def test_portrait_frames_keep_the_face_and_move_the_lips():
+    portrait = WarpRenderer(default_photo(), size=(180, 320))
+    frames = portrait(np.stack([motion(), motion(jawOpen=0.8)]))
+    assert frames.shape == (2, 320, 180, 3)
+    faces = [detect_face(f) for f in frames]
+    # The face is framed upright and whole, not squashed: its box is about as tall as wide.
+    box = faces[0].landmarks.max(0) - faces[0].landmarks.min(0)
+    assert 0.8 < box[1] / box[0] < 1.4 and faces[0].width > 0.3 * 180
+    gaps = [inner_gap(f.landmarks) / f.width for f in faces]
+    assert gaps[0] + 0.05 < gaps[1], gaps

@@ -88,3 +88,10 @@ def test_stop_at_then_resume_equals_one_run(tiny_corpus, tmp_path, tiny_cfg, mak
     train(tiny_corpus, two, tiny_cfg, make_train_cfg(steps=8, val_every=100), resume=True, progress=False)
     a, b = load(one).denoiser.net.state_dict(), load(two / "last.safetensors").denoiser.net.state_dict()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_even_audio_kernel_is_refused(tiny_corpus, tmp_path):
+    out = tmp_path / "k"
+    r = subprocess.run(_cli_train(tiny_corpus, out, 2, "--audio-kernel", "4"), capture_output=True, text=True)
+    assert r.returncode == 2 and "--audio-kernel" in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "state.pt").exists()

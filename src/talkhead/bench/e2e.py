@@ -46,7 +46,7 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
     return t, frames
 
 
-def run_e2e_bench(out_dir: str | Path, size: int = 512, device: str = "cpu", runs: int = 3,
+def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = 512, device: str = "cpu", runs: int = 3,
                   strides: tuple[int, ...] = (1, 2, 3)) -> dict:
     """Median stage times over ``runs`` for each cadence stride; writes e2e.json and e2e.png."""
     from talkhead.pipeline import MotionConfig, load_model
@@ -74,7 +74,8 @@ def run_e2e_bench(out_dir: str | Path, size: int = 512, device: str = "cpu", run
                      **{f"{k}_s": round(v, 4) for k, v in med.items()},
                      **{f"{k}_share": round(v / total, 3) for k, v in med.items()},
                      "psnr_vs_stride1_db": round(_psnr(frames, full), 2)})
-    result = {"clip_frames": CLIP_FRAMES, "size": size, "device": device, "driver": driver, "runs": runs, "rows": rows}
+    result = {"clip_frames": CLIP_FRAMES, "size": list(renderer.size), "device": device, "driver": driver,
+              "runs": runs, "rows": rows}
     atomic_write(out / "e2e.json", json.dumps(result, indent=1).encode())
     _plot(rows, out / "e2e.png")
     return result

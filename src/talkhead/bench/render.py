@@ -110,7 +110,7 @@ def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
     plt.close(fig)
 
 
-def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int = 512, frames: int = 165,
+def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int | tuple[int, int] = 512, frames: int = 165,
                      runs: int = 5, warmup: int = 1, batch: int = 32, threads: int | None = None,
                      photo: np.ndarray | None = None) -> dict:
     """Time the warp renderer (median of runs) and write render.json + contact_sheet.png."""

@@ -29,6 +29,7 @@ class DenoiserConfig:
     heads: int = 4
     ff_mult: int = 4
     dropout: float = 0.0
+    audio_kernel: int = 5  # temporal kernel of the two audio convolutions (1: each frame alone)
     prediction: str = "x0"  # what the network outputs: "x0", "eps" or "v"
 
 
@@ -40,6 +41,24 @@ def timestep_embedding(t: Tensor, dim: int) -> Tensor:
     return torch.cat([args.cos(), args.sin()], dim=-1)
 
 
+class AudioEncoder(nn.Module):
+    """Per-frame audio features [B,W,A] -> audio tokens [B,W,w].
+
+    Two convolutions over time give each token a few frames of context on either side, so
+    phone identity and coarticulation need not be assembled by attention from scratch.
+    """
+
+    def __init__(self, audio_dim: int, width: int, kernel: int) -> None:
+        super().__init__()
+        pad = kernel // 2
+        self.conv1 = nn.Conv1d(audio_dim, width, kernel, padding=pad)
+        self.conv2 = nn.Conv1d(width, width, kernel, padding=pad)
+
+    def forward(self, audio: Tensor) -> Tensor:
+        h = nn.functional.gelu(self.conv1(audio.transpose(1, 2)))
+        return self.conv2(h).transpose(1, 2)
+
+
 class MotionTransformer(nn.Module):
     """(x_t [B,W,D], t [B], audio [B,W,A], ref [B,D], tail [B,L,D], has_tail [B]) -> output [B,W,D]."""
 
@@ -48,7 +67,7 @@ class MotionTransformer(nn.Module):
         self.cfg = cfg
         w = cfg.width
         self.in_motion = nn.Linear(cfg.motion_dim, w)
-        self.in_audio = nn.Sequential(nn.Linear(cfg.audio_dim, w), nn.GELU(), nn.Linear(w, w))
+        self.in_audio = AudioEncoder(cfg.audio_dim, w, cfg.audio_kernel)
         self.null_audio = nn.Parameter(torch.zeros(w))  # classifier-free guidance's "no audio"
         self.in_ref = nn.Linear(cfg.motion_dim, w)
         self.in_tail = nn.Linear(cfg.motion_dim, w)

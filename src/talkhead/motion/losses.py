@@ -46,10 +46,17 @@ def progressive_target(x_t: Tensor, x_s: Tensor, abar_t: Tensor, abar_s: Tensor)
     return (x_s - ratio * x_t) / den.clamp_min(1e-6)
 
 
-def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor) -> Tensor:
-    """x0 regression with truncated-SNR weighting max(SNR, 1), capped so near-clean steps don't dominate."""
+def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor, velocity: float = 0.0) -> Tensor:
+    """x0 regression with truncated-SNR weighting max(SNR, 1), capped so near-clean steps don't dominate.
+
+    ``velocity`` adds the frame-difference error: a few-step student's misses are otherwise
+    frame-to-frame noise, which plain MSE barely sees but the eye does (jitter).
+    """
     weight = (abar_t / (1 - abar_t).clamp_min(1e-8)).clamp(1.0, 5.0)
-    return (weight * (student_x0 - target_x0).pow(2)).mean()
+    err = (student_x0 - target_x0).pow(2).mean(dim=(1, 2), keepdim=True)
+    if velocity:
+        err = err + velocity * (student_x0.diff(dim=1) - target_x0.diff(dim=1)).pow(2).mean(dim=(1, 2), keepdim=True)
+    return (weight * err).mean()
 
 
 def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:

@@ -10,8 +10,9 @@ border, so the background stays put), sharpen it at the lips and eyelids
 (``mouth``), ``grid_sample`` the crop once, paint the new mouth opening, and
 paste the crop into the unmoved frame.
 
-Output frames are square, ``size x size`` (even): the photo's square of
-``framing`` face widths centred on the face (smaller if the photo is), resized.
+Output frames are ``width x height`` (even sides, square by default): the photo's
+rectangle of that aspect, ``framing`` face widths across its short side and centred
+on the face (smaller if the photo is), resized.
 """
 
 from __future__ import annotations
@@ -35,18 +36,27 @@ _FEATHER = 0.12        # motion fades out over this much of the crop's short sid
 _POSE_ZOOM = 1.2       # room in the paint windows for head motion toward the camera
 
 
-def frame_photo(photo: np.ndarray, face: Face, size: int, framing: float
+def frame_size(size: int | tuple[int, int]) -> tuple[int, int]:
+    """An int (square) or (width, height) -> (width, height), both even and at least 64."""
+    w, h = (size, size) if isinstance(size, int) else size
+    return max(64, int(w) // 2 * 2), max(64, int(h) // 2 * 2)  # H.264 wants even sides
+
+
+def frame_photo(photo: np.ndarray, face: Face, size: tuple[int, int], framing: float
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Square crop around the face resized to size: (frame uint8 [S, S, 3], landmarks [68, 2])."""
+    """Crop of the frame's aspect around the face, resized: (frame uint8 [H, W, 3], landmarks [68, 2])."""
     h, w = photo.shape[:2]
-    side = int(min(framing * face.width, h, w))
+    out_w, out_h = size
+    short = framing * face.width / min(out_w, out_h)
+    fit = min(short, w / out_w, h / out_h)  # a small photo gives a tighter crop, never a stretched one
+    cw, ch = max(1, int(fit * out_w)), max(1, int(fit * out_h))
     cx, cy = face.landmarks.mean(0)
     cy -= 0.1 * face.width  # room for the forehead above the landmarks
-    x0 = int(np.clip(round(cx - side / 2), 0, w - side))
-    y0 = int(np.clip(round(cy - side / 2), 0, h - side))
-    crop = photo[y0:y0 + side, x0:x0 + side]
-    frame = np.asarray(Image.fromarray(crop).resize((size, size), Image.LANCZOS))
-    k = size / side
+    x0 = int(np.clip(round(cx - cw / 2), 0, w - cw))
+    y0 = int(np.clip(round(cy - ch / 2), 0, h - ch))
+    crop = photo[y0:y0 + ch, x0:x0 + cw]
+    frame = np.asarray(Image.fromarray(crop).resize((out_w, out_h), Image.LANCZOS))
+    k = np.array([out_w / cw, out_h / ch])
     lm = (face.landmarks - [x0, y0] + 0.5) * k - 0.5  # pixel centres map to pixel centres
     return np.array(frame, dtype=np.uint8), lm.astype(np.float32)
 
@@ -124,12 +134,12 @@ def _window(center: torch.Tensor, h: int, w: int, hc: int, wc: int
 
 
 class WarpRenderer:
-    """Animate one photo: motion [T, 58] -> frames uint8 [T, size, size, 3]."""
+    """Animate one photo: motion [T, 58] -> frames uint8 [T, H, W, 3]; ``size`` is W = H or (W, H)."""
 
-    def __init__(self, photo: np.ndarray, size: int = 512, device: str | torch.device = "cpu",
+    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] = 512, device: str | torch.device = "cpu",
                  framing: float = 4.0, grid: int = 48, name: str = "photo") -> None:
         photo = as_rgb(photo, name)
-        self.size = max(64, int(size) // 2 * 2)  # H.264 wants even sides
+        self.size = frame_size(size)
         self.device = torch.device(device)
         self.face = detect_face(photo, name)
         self.background, self.landmarks = frame_photo(photo, self.face, self.size, framing)
@@ -140,12 +150,12 @@ class WarpRenderer:
 
     def _setup_crop(self, rig: Rig, grid: int) -> None:
         """Crop box around the head, TPS sources and anchors, the coarse grid and its upsampling."""
-        dev, fw, s = self.device, rig.scale, self.size
+        dev, fw, (sw, sh) = self.device, rig.scale, self.size
         neutral = project_points(rig, torch.zeros(1, SPEC.dim))[0]
         lo = neutral.amin(0).numpy() - fw * np.array(_MARGIN[:2])
         hi = neutral.amax(0).numpy() + fw * np.array(_MARGIN[2:])
         x0, y0 = (int(max(0, np.floor(v))) for v in lo)
-        x1, y1 = (int(min(s, np.ceil(v) + 1)) for v in hi)
+        x1, y1 = (int(min(lim, np.ceil(v) + 1)) for v, lim in zip(hi, (sw, sh)))
         self.box = (x0, y0, x1, y1)
         hc, wc = y1 - y0, x1 - x0
         self._origin = torch.tensor([x0, y0], dtype=torch.float32, device=dev)
@@ -194,13 +204,13 @@ class WarpRenderer:
         return self.background.shape
 
     def __call__(self, motion: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Render all of motion [T, 58] -> uint8 [T, S, S, 3]."""
+        """Render all of motion [T, 58] -> uint8 [T, H, W, 3]."""
         parts = list(self.render_batches(motion))
         return np.concatenate(parts) if parts else np.zeros((0, *self.frame_shape), np.uint8)
 
     def render_batches(self, motion: np.ndarray | torch.Tensor, batch: int = 32
                        ) -> Iterator[np.ndarray]:
-        """Stream motion [T, 58] as chunks of frames uint8 [<=batch, S, S, 3]."""
+        """Stream motion [T, 58] as chunks of frames uint8 [<=batch, H, W, 3]."""
         m = motion.float() if torch.is_tensor(motion) else torch.from_numpy(
             np.asarray(motion, dtype=np.float32))
         if m.ndim != 2 or m.shape[1] != SPEC.dim:
@@ -209,13 +219,13 @@ class WarpRenderer:
             yield self.render_batch(m[i:i + batch])
 
     def frames(self, motion: np.ndarray | torch.Tensor, batch: int = 32) -> Iterator[np.ndarray]:
-        """Stream motion [T, 58] frame by frame, uint8 [S, S, 3] each (what write_mp4 takes)."""
+        """Stream motion [T, 58] frame by frame, uint8 [H, W, 3] each (what write_mp4 takes)."""
         for chunk in self.render_batches(motion, batch):
             yield from chunk
 
     @torch.inference_mode()
     def render_batch(self, motion: torch.Tensor) -> np.ndarray:
-        """Render one chunk: motion [B, 58] -> uint8 [B, S, S, 3]."""
+        """Render one chunk: motion [B, 58] -> uint8 [B, H, W, 3]."""
         geo = self._geometry(motion)
         grid = self._sampling_grid(geo)
         b = grid.shape[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ class DistillConfig:
     batch: int = 64
     lr: float = 2e-4
     ema: float = 0.99  # consistency target network
+    velocity: float = 0.0  # progressive: weight of the frame-difference term (see progressive_loss)
     seed: int = 0
 
 
@@ -43,6 +45,13 @@ def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
     ts = torch.as_tensor(t).expand(batch) if isinstance(t, int) else torch.as_tensor(t)
     a = model.schedule.alphas_cumprod.float()[ts.clamp_min(0)]
     return torch.where(ts < 0, torch.ones_like(a), a)[:, None, None]
+
+
+def _decay_lr(opt: torch.optim.Optimizer, i: int, cfg: DistillConfig) -> None:
+    """Cosine decay from cfg.lr to a tenth over the round: the last iterations settle instead of wander."""
+    p = i / max(1, cfg.iters - 1)
+    for group in opt.param_groups:
+        group["lr"] = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
 def _cond(batch: dict) -> dict:
@@ -76,13 +85,14 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
     full = grid + [-1]
     losses = []
-    for _ in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
+    for i in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
+        _decay_lr(opt, i, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::2], cfg, gen)
         t = torch.tensor([full[2 * i] for i in idx])
         t_mid, t_end = torch.tensor([full[2 * i + 1] for i in idx]), torch.tensor([full[2 * i + 2] for i in idx])
         x_t = teacher.schedule.add_noise(x0, noise, t)
         target, a_t = _teacher_two_steps(teacher, x_t, t, t_mid, t_end, _cond(batch))
-        loss = progressive_loss(student.denoiser(x_t, t, _cond(batch)), target, a_t)
+        loss = progressive_loss(student.denoiser(x_t, t, _cond(batch)), target, a_t, cfg.velocity)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(student.denoiser.net.parameters(), 1.0)
@@ -102,7 +112,8 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
     gen = torch.Generator().manual_seed(cfg.seed + 7)
     full = grid + [-1]
     losses = []
-    for _ in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
+    for i in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
+        _decay_lr(opt, i, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid, cfg, gen)
         cond = _cond(batch)
         t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])
