@@ -8,6 +8,14 @@ from torch import Tensor
 from talkhead.motion.denoiser import Denoiser
 
 
+def _per_sample_error(pred: Tensor, target: Tensor, velocity: float) -> Tensor:
+    """Mean squared error per sample [B], plus ``velocity`` times that of the frame differences."""
+    err = (pred - target).pow(2).mean(dim=(1, 2))
+    if velocity:
+        err = err + velocity * (pred.diff(dim=1) - target.diff(dim=1)).pow(2).mean(dim=(1, 2))
+    return err
+
+
 def diffusion_loss(denoiser: Denoiser, batch: dict[str, Tensor], generator: torch.Generator,
                    audio_drop: float = 0.1, snr_weight: tuple[float, float] | None = None,
                    velocity: float = 0.0) -> Tensor:
@@ -25,9 +33,7 @@ def diffusion_loss(denoiser: Denoiser, batch: dict[str, Tensor], generator: torc
     x_t = denoiser.schedule.add_noise(x0, noise, t)
     keep = (torch.rand(b, generator=generator) >= audio_drop).to(x0.device)
     pred = denoiser(x_t, t, {**batch, "audio_mask": keep})
-    err = (pred - x0).pow(2).mean(dim=(1, 2))
-    if velocity:
-        err = err + velocity * (pred.diff(dim=1) - x0.diff(dim=1)).pow(2).mean(dim=(1, 2))
+    err = _per_sample_error(pred, x0, velocity)
     if snr_weight is not None:
         err = err * denoiser.schedule.snr(t.cpu()).clamp(*snr_weight).to(err)
     return err.mean()
@@ -53,10 +59,7 @@ def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor, velo
     frame-to-frame noise, which plain MSE barely sees but the eye does (jitter).
     """
     weight = (abar_t / (1 - abar_t).clamp_min(1e-8)).clamp(1.0, 5.0)
-    err = (student_x0 - target_x0).pow(2).mean(dim=(1, 2), keepdim=True)
-    if velocity:
-        err = err + velocity * (student_x0.diff(dim=1) - target_x0.diff(dim=1)).pow(2).mean(dim=(1, 2), keepdim=True)
-    return (weight * err).mean()
+    return (weight.flatten() * _per_sample_error(student_x0, target_x0, velocity)).mean()
 
 
 def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
 from talkhead.motion.model import MotionModel, load
 from talkhead.train.data import WindowSampler, load_clips
+from talkhead.train.loop import cosine_decay
 from talkhead.util import clear_stale_parts
 
 
@@ -47,11 +47,10 @@ def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
     return torch.where(ts < 0, torch.ones_like(a), a)[:, None, None]
 
 
-def _decay_lr(opt: torch.optim.Optimizer, i: int, cfg: DistillConfig) -> None:
+def _decay_lr(opt: torch.optim.Optimizer, it: int, cfg: DistillConfig) -> None:
     """Cosine decay from cfg.lr to a tenth over the round: the last iterations settle instead of wander."""
-    p = i / max(1, cfg.iters - 1)
     for group in opt.param_groups:
-        group["lr"] = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+        group["lr"] = cosine_decay(cfg.lr, it / max(1, cfg.iters - 1))
 
 
 def _cond(batch: dict) -> dict:
@@ -85,8 +84,8 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
     full = grid + [-1]
     losses = []
-    for i in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
-        _decay_lr(opt, i, cfg)
+    for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
+        _decay_lr(opt, it, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::2], cfg, gen)
         t = torch.tensor([full[2 * i] for i in idx])
         t_mid, t_end = torch.tensor([full[2 * i + 1] for i in idx]), torch.tensor([full[2 * i + 2] for i in idx])
@@ -112,8 +111,8 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
     gen = torch.Generator().manual_seed(cfg.seed + 7)
     full = grid + [-1]
     losses = []
-    for i in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
-        _decay_lr(opt, i, cfg)
+    for it in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
+        _decay_lr(opt, it, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid, cfg, gen)
         cond = _cond(batch)
         t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])

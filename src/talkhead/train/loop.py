@@ -55,12 +55,16 @@ class TrainConfig:
     stop_at: int = 0  # > 0: checkpoint and stop at this step (the LR schedule still spans ``steps``)
 
 
+def cosine_decay(lr: float, progress: float) -> float:
+    """lr at ``progress`` in [0, 1] along a cosine from lr down to a tenth of it."""
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up, then cosine decay to a tenth."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
-    p = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+    return cosine_decay(cfg.lr, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
 
 
 def _dist_info() -> tuple[int, int]:
