@@ -13,7 +13,8 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
-                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity)
+                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, init=args.init,
+                        pairs=args.pairs, teacher_steps=args.teacher_steps)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 
@@ -23,14 +24,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--teacher", default="teacher", help="shipped model name or checkpoint path")
     d.add_argument("--data", required=True, help="corpus directory")
     d.add_argument("--out", required=True, help="directory for student checkpoints (reruns resume)")
-    d.add_argument("--method", choices=["progressive", "consistency"], default="progressive")
+    d.add_argument("--method", choices=["progressive", "consistency", "trajectory"], default="progressive",
+                   help="trajectory: refine --init so its N-step output matches the teacher's S=50 output")
     d.add_argument("--start-steps", type=int, default=16, help="teacher DDIM grid the chain starts from")
     d.add_argument("--to", type=int, default=1, help="progressive: stop at this many steps")
-    d.add_argument("--iters", type=int, default=400, help="optimiser steps per round (consistency: total)")
+    d.add_argument("--iters", type=int, default=400,
+                   help="optimiser steps per round (consistency, trajectory: in total)")
     d.add_argument("--batch", type=int, default=64)
     d.add_argument("--lr", type=float, default=2e-4)
     d.add_argument("--velocity", type=float, default=0.0,
                    help="progressive: weight of the frame-difference loss, against jitter")
+    d.add_argument("--init", help="trajectory: the student to refine (shipped name or checkpoint path)")
+    d.add_argument("--pairs", type=int, default=8192,
+                   help="trajectory: teacher sample windows to regress onto (stored under OUT/pairs, resumable)")
+    d.add_argument("--teacher-steps", type=int, default=50, help="trajectory: the teacher's DDIM steps for them")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--threads", type=int, default=0)
     d.add_argument("--quiet", action="store_true")

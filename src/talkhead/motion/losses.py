@@ -65,3 +65,8 @@ def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor, velo
 def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:
     """Consistency distillation (Song et al. 2023): the student's x0 at t_{n+1} matches the EMA target's at t_n."""
     return (online_x0 - target_x0.detach()).pow(2).mean()
+
+
+def trajectory_loss(student_out: Tensor, teacher_out: Tensor, velocity: float = 0.0) -> Tensor:
+    """Whole-sampler distillation (Luhman & Luhman 2021): the student's N-step output against the teacher's, same noise."""
+    return _per_sample_error(student_out, teacher_out.detach(), velocity).mean()

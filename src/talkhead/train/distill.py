@@ -1,9 +1,10 @@
-"""Few-step students: progressive distillation (Salimans & Ho 2022) and consistency distillation (Song et al. 2023).
+"""Few-step students: progressive distillation (Salimans & Ho 2022), consistency distillation (Song et al. 2023)
+and trajectory refinement (see ``trajectory.py``).
 
-Both start from the teacher's weights and train on the same corpus windows the
-teacher saw. Each finished student is a self-describing checkpoint whose
-metadata carries its own timestep grid, so ``load`` + ``sample`` run it with
-plain DDIM. A rerun skips students already written (each written atomically).
+Progressive and consistency students start from the teacher's weights and train on
+the corpus windows the teacher saw; trajectory refinement starts from a student. Each
+finished student is a self-describing checkpoint whose metadata carries its own
+timestep grid, so ``load`` + ``sample`` run it with plain DDIM. A rerun skips students already written (each written atomically).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss
 from talkhead.motion.model import MotionModel, load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.train.loop import cosine_decay
+from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
 from talkhead.util import clear_stale_parts
 
 
@@ -29,7 +31,7 @@ from talkhead.util import clear_stale_parts
 class DistillConfig:
     """One distillation run: method, the teacher grid it starts from, and optimisation."""
 
-    method: str = "progressive"  # "progressive" or "consistency"
+    method: str = "progressive"  # "progressive", "consistency" or "trajectory"
     start_steps: int = 16  # the teacher's DDIM grid (trailing) that the first student halves
     to: int = 1
     iters: int = 400  # optimiser steps per progressive round, or in total for consistency
@@ -38,6 +40,9 @@ class DistillConfig:
     ema: float = 0.99  # consistency target network
     velocity: float = 0.0  # progressive: weight of the frame-difference term (see progressive_loss)
     seed: int = 0
+    init: str | None = None  # trajectory: the student to refine (its grid is kept)
+    pairs: int = 8192  # trajectory: stored teacher windows to regress onto
+    teacher_steps: int = 50  # trajectory: the teacher's DDIM grid that makes them
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -143,8 +148,9 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     out.mkdir(parents=True, exist_ok=True)
     clear_stale_parts(out)  # a student write cut short by a kill: that round is simply run again
     teacher = load(teacher_name)
-    clips = load_clips(data, "train", teacher.features)
-    sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
+    if cfg.method == "trajectory":
+        return [_trajectory(teacher, teacher_name, data, out, cfg, progress)]
+    sampler = _sampler(teacher, data, "train")
     grid = teacher.schedule.timesteps(cfg.start_steps, "trailing")
     written: list[Path] = []
     log = out / "distill.jsonl"
@@ -156,7 +162,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
             _finish(student, path, cfg, teacher_name, grid, losses, t0, log)
         return [path]
     if cfg.method != "progressive":
-        raise InputError(f"unknown method {cfg.method!r}; use progressive or consistency")
+        raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
     current = teacher
     while len(grid) > cfg.to:
         path = out / f"student-{len(grid) // 2}.safetensors"
@@ -171,12 +177,40 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     return written
 
 
+def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: Path, cfg: DistillConfig,
+                progress: bool) -> Path:
+    """Refine ``cfg.init`` against stored teacher samples; held-out voices score it before and after."""
+    if cfg.init is None:
+        raise InputError("--method trajectory refines an existing student: give --init NAME_OR_PATH")
+    init = load(cfg.init)
+    path = out / f"student-{len(init.timesteps())}.safetensors"
+    if path.exists():
+        return path
+    t_pairs = time.time()
+    pcfg = PairsConfig(windows=cfg.pairs, teacher_steps=cfg.teacher_steps, seed=cfg.seed)
+    train = teacher_pairs(teacher, _sampler(teacher, data, "train"), out / "pairs", pcfg, "train", progress)
+    val = teacher_pairs(teacher, _sampler(teacher, data, "heldout"), out / "pairs",
+                        PairsConfig(windows=256, teacher_steps=cfg.teacher_steps, seed=cfg.seed + 1), "heldout", progress)
+    t0, before = time.time(), pairs_mse(init, val)
+    student, losses = trajectory_refine(init, train, cfg.iters, cfg.batch, cfg.lr, cfg.velocity, cfg.seed, progress)
+    mse = {"before": round(before, 6), "after": round(pairs_mse(student, val), 6)}
+    extra = {"pairs_wall_s": round(t0 - t_pairs, 1),
+             "refined": {"init": cfg.init, "init_distill": init.meta.get("distill"), "heldout_mse_to_teacher": mse}}
+    _finish(student, path, cfg, teacher_name, student.timesteps(), losses, t0, out / "distill.jsonl", extra)
+    return path
+
+
+def _sampler(teacher: MotionModel, data: str | Path, split: str) -> WindowSampler:
+    clips = load_clips(data, split, teacher.features)
+    return WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
+
+
 def _finish(student: MotionModel, path: Path, cfg: DistillConfig, teacher: str, grid: list[int],
-            losses: list[float], t0: float, log: Path) -> None:
+            losses: list[float], t0: float, log: Path, extra: dict | None = None) -> None:
     steps = len(student.sampling["timesteps"])
     info = {"method": cfg.method, "teacher": teacher, "from_grid": grid, "config": asdict(cfg),
             "loss_first": sum(losses[:20]) / max(1, len(losses[:20])), "loss_last": sum(losses[-20:]) / max(1, len(losses[-20:])),
-            "wall_s": round(time.time() - t0, 1)}
+            "wall_s": round(time.time() - t0, 1), **(extra or {})}
     student.meta = {**student.meta, "kind": "student", "name": path.stem, "distill": info}
     student.save(path)
     with open(log, "a") as f:
