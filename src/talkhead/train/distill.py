@@ -22,7 +22,7 @@ from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
 from talkhead.motion.model import MotionModel, load
 from talkhead.train.data import WindowSampler, load_clips
-from talkhead.train.loop import cosine_decay
+from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
 from talkhead.util import clear_stale_parts
 
@@ -52,10 +52,9 @@ def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
     return torch.where(ts < 0, torch.ones_like(a), a)[:, None, None]
 
 
-def _decay_lr(opt: torch.optim.Optimizer, it: int, cfg: DistillConfig) -> None:
+def _lr(it: int, cfg: DistillConfig) -> float:
     """Cosine decay from cfg.lr to a tenth over the round: the last iterations settle instead of wander."""
-    for group in opt.param_groups:
-        group["lr"] = cosine_decay(cfg.lr, it / max(1, cfg.iters - 1))
+    return cosine_decay(cfg.lr, it / max(1, cfg.iters - 1))
 
 
 def _cond(batch: dict) -> dict:
@@ -90,17 +89,13 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     full = grid + [-1]
     losses = []
     for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
-        _decay_lr(opt, it, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::2], cfg, gen)
         t = torch.tensor([full[2 * i] for i in idx])
         t_mid, t_end = torch.tensor([full[2 * i + 1] for i in idx]), torch.tensor([full[2 * i + 2] for i in idx])
         x_t = teacher.schedule.add_noise(x0, noise, t)
         target, a_t = _teacher_two_steps(teacher, x_t, t, t_mid, t_end, _cond(batch))
         loss = progressive_loss(student.denoiser(x_t, t, _cond(batch)), target, a_t, cfg.velocity)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(student.denoiser.net.parameters(), 1.0)
-        opt.step()
+        optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         losses.append(loss.item())
     student.denoiser.eval()
     student.sampling = {"sampler": "ddim", "timesteps": grid[::2]}
@@ -117,7 +112,6 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
     full = grid + [-1]
     losses = []
     for it in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
-        _decay_lr(opt, it, cfg)
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid, cfg, gen)
         cond = _cond(batch)
         t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])
@@ -128,10 +122,7 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
             # At the clean end the teacher's step is already the answer: the boundary condition.
             target = torch.where((s < 0)[:, None, None], x_s, target_net(x_s, s.clamp_min(0), cond))
         loss = consistency_loss(student.denoiser(x_t, t, cond), target)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(student.denoiser.net.parameters(), 1.0)
-        opt.step()
+        optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         with torch.no_grad():
             for pt, p in zip(target_net.net.parameters(), student.denoiser.net.parameters()):
                 pt.lerp_(p, 1 - cfg.ema)

@@ -60,6 +60,17 @@ def cosine_decay(lr: float, progress: float) -> float:
     return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
+def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, params, lr: float, clip: float = 1.0) -> torch.Tensor:
+    """One update of ``loss`` at learning rate ``lr``, gradients clipped to norm ``clip``; returns the unclipped norm."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    gnorm = torch.nn.utils.clip_grad_norm_(params, clip)
+    opt.step()
+    return gnorm
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up, then cosine decay to a tenth."""
     if step < cfg.warmup:
@@ -162,15 +173,10 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     t0 = time.time()
     end = min(cfg.steps, cfg.stop_at) if cfg.stop_at > 0 else cfg.steps
     while step < end:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
         batch = {k: v.to(device) for k, v in sampler.sample(cfg.batch // world, gen).items()}
         loss = diffusion_loss(ddp, batch, gen, cfg.audio_drop,
                               (cfg.snr_min, cfg.snr_max) if cfg.snr_min > 0 else None, cfg.velocity)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(net.net.parameters(), cfg.clip)
-        opt.step()
+        gnorm = optimizer_step(opt, loss, net.net.parameters(), lr_at(step, cfg), cfg.clip)
         with torch.no_grad():
             decay = min(cfg.ema, (1 + step) / (10 + step))  # warm-up: early EMA tracks the weights closely
             for pe, p in zip(ema_net.parameters(), net.net.parameters()):

@@ -29,7 +29,7 @@ from talkhead.motion.losses import trajectory_loss
 from talkhead.motion.model import MotionModel
 from talkhead.motion.samplers import sample_ddim
 from talkhead.train.data import WindowSampler
-from talkhead.train.loop import cosine_decay
+from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.util import atomic_write
 
 COND_KEYS = ("audio", "ref", "tail", "has_tail")
@@ -52,8 +52,7 @@ def _chunk(teacher: MotionModel, sampler: WindowSampler, n: int, steps: int, see
     noise = torch.randn(batch["x0"].shape, generator=gen)
     cond = {k: batch[k] for k in COND_KEYS}
     with torch.no_grad():
-        target = sample_ddim(lambda x, t: teacher.denoiser(x, t, cond), noise, teacher.schedule,
-                             teacher.schedule.timesteps(steps, "trailing"))
+        target = _ddim(teacher, cond, noise, teacher.schedule.timesteps(steps, "trailing"))
     return {"noise": noise, "target": target, **cond}
 
 
@@ -97,9 +96,11 @@ def _load_chunk(path: Path, meta: dict[str, str]) -> dict[str, Tensor]:
 
 def student_run(student: MotionModel, pairs: dict[str, Tensor], idx: Tensor) -> Tensor:
     """The student's own N-step DDIM from the stored noise of windows ``idx``: [len(idx), W, 58]."""
-    cond = {k: pairs[k][idx] for k in COND_KEYS}
-    return sample_ddim(lambda x, t: student.denoiser(x, t, cond), pairs["noise"][idx], student.schedule,
-                       student.timesteps())
+    return _ddim(student, {k: pairs[k][idx] for k in COND_KEYS}, pairs["noise"][idx], student.timesteps())
+
+
+def _ddim(model: MotionModel, cond: dict[str, Tensor], noise: Tensor, timesteps: list[int]) -> Tensor:
+    return sample_ddim(lambda x, t: model.denoiser(x, t, cond), noise, model.schedule, timesteps)
 
 
 @torch.no_grad()
@@ -126,14 +127,9 @@ def trajectory_refine(student: MotionModel, pairs: dict[str, Tensor], iters: int
     n, losses = len(pairs["noise"]), []
     steps = len(student.timesteps())
     for it in tqdm(range(iters), desc=f"trajectory {steps}-step", disable=not progress):
-        for group in opt.param_groups:
-            group["lr"] = cosine_decay(lr, it / max(1, iters - 1))
         idx = torch.randint(0, n, (batch,), generator=gen)
         loss = trajectory_loss(student_run(student, pairs, idx), pairs["target"][idx], velocity)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
+        optimizer_step(opt, loss, params, cosine_decay(lr, it / max(1, iters - 1)))
         losses.append(loss.item())
     student.denoiser.eval()
     return student, losses
