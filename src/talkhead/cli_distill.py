@@ -13,7 +13,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
-                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, init=args.init,
+                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, factor=args.factor, init=args.init,
                         pairs=args.pairs, teacher_steps=args.teacher_steps)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
@@ -34,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--lr", type=float, default=2e-4)
     d.add_argument("--velocity", type=float, default=0.0,
                    help="progressive: weight of the frame-difference loss, against jitter")
-    d.add_argument("--init", help="trajectory: the student to refine (shipped name or checkpoint path)")
+    d.add_argument("--factor", type=int, default=2,
+                   help="progressive: teacher steps merged into one student step per round (2: halve the grid)")
+    d.add_argument("--init", help="the student to start from (shipped name or checkpoint path); "
+                                  "trajectory: required; progressive: the first round's starting weights")
     d.add_argument("--pairs", type=int, default=8192,
                    help="trajectory: teacher sample windows to regress onto (stored under OUT/pairs, resumable)")
     d.add_argument("--teacher-steps", type=int, default=50, help="trajectory: the teacher's DDIM steps for them")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from talkhead.checkpoint import load_checkpoint
+from talkhead.cli import main
 from talkhead.motion.model import load
 from talkhead.train.data import WindowSampler, load_clips
-from talkhead.train.distill import DistillConfig, consistency_distill, distill, progressive_round
+from talkhead.motion.samplers import sample_ddim
+from talkhead.train.distill import DistillConfig, _teacher_steps, consistency_distill, distill, progressive_round
 
 
 def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
@@ -37,3 +40,34 @@ def test_consistency_student_is_one_step(tiny_teacher, tiny_corpus):
     student, losses = consistency_distill(teacher, teacher.schedule.timesteps(8), sampler,
                                           DistillConfig(method="consistency", iters=4, batch=4))
     assert len(student.timesteps()) == 1 and all(np.isfinite(losses))
+
+
+def test_merged_steps_target_is_the_teachers_own_ddim_run(tiny_teacher, tiny_corpus):
+    teacher = load(tiny_teacher)
+    batch = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm).sample(3, torch.Generator().manual_seed(0))
+    cond = {k: v for k, v in batch.items() if k != "x0"}
+    grid = teacher.schedule.timesteps(8)
+    x_t = teacher.schedule.add_noise(batch["x0"], torch.randn(batch["x0"].shape), torch.tensor([grid[4]] * 3))
+    ts = [torch.tensor([t] * 3) for t in grid[4:] + [-1]]  # the last four steps, down to the clean end
+    target, _ = _teacher_steps(teacher, x_t, ts, cond)
+    with torch.no_grad():
+        own = sample_ddim(lambda x, t: teacher.denoiser(x, t, cond), x_t, teacher.schedule, grid[4:])
+    torch.testing.assert_close(target, own, atol=1e-5, rtol=1e-4)
+
+
+def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    first = distill(str(tiny_teacher), tiny_corpus, tmp_path / "a", DistillConfig(start_steps=8, to=4, iters=2, batch=4),
+                    progress=False)[0]
+    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path / "b"),
+            "--start-steps", "8", "--to", "2", "--factor", "4", "--iters", "40", "--batch", "16", "--lr", "1e-3",
+            "--init", str(first), "--quiet"]
+    assert main([*args[:-1], "--factor", "3"]) == 2  # 8 steps do not split into threes: refused before training
+    assert "multiple of 3" in capsys.readouterr().err
+    assert main([*args[:-3], "--init", "student-1", "--quiet"]) == 2  # the shipped student has another network
+    assert "another network" in capsys.readouterr().err
+    assert main(args) == 0
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.safetensors")) == ["student-2.safetensors"]
+    student, grid = load(tmp_path / "b" / "student-2.safetensors"), load(tiny_teacher).schedule.timesteps(8)
+    info = student.meta["distill"]
+    assert student.timesteps() == grid[::4] and info["config"]["init"] == str(first)
+    assert info["loss_last"] < info["loss_first"]

@@ -1,8 +1,8 @@
 """Few-step students: progressive distillation (Salimans & Ho 2022), consistency distillation (Song et al. 2023)
 and trajectory refinement (see ``trajectory.py``).
 
-Progressive and consistency students start from the teacher's weights and train on
-the corpus windows the teacher saw; trajectory refinement starts from a student. Each
+Progressive and consistency students start from the teacher's weights (or, with ``init``, a
+trained student's) and train on corpus windows; trajectory refinement starts from a student. Each
 finished student is a self-describing checkpoint whose metadata carries its own
 timestep grid, so ``load`` + ``sample`` run it with plain DDIM. A rerun skips students already written (each written atomically).
 """
@@ -39,8 +39,9 @@ class DistillConfig:
     lr: float = 2e-4
     ema: float = 0.99  # consistency target network
     velocity: float = 0.0  # progressive: weight of the frame-difference term (see progressive_loss)
+    factor: int = 2  # progressive: teacher steps per student step (2: Salimans & Ho; more: fewer rounds)
     seed: int = 0
-    init: str | None = None  # trajectory: the student to refine (its grid is kept)
+    init: str | None = None  # trajectory: the student to refine; progressive: the first round's start
     pairs: int = 8192  # trajectory: stored teacher windows to regress onto
     teacher_steps: int = 50  # trajectory: the teacher's DDIM grid that makes them
 
@@ -69,36 +70,46 @@ def _round_batch(model, sampler, grid, cfg, gen):
 
 
 @torch.no_grad()
-def _teacher_two_steps(teacher: MotionModel, x_t, t, t_mid, t_end, cond):
+def _teacher_steps(teacher: MotionModel, x_t: torch.Tensor, ts: list[torch.Tensor], cond: dict):
+    """The teacher's DDIM run through per-sample timesteps ts[0] -> ts[-1], as (one-step x0 target, abar at ts[0])."""
     b = x_t.shape[0]
-    a_t, a_mid, a_end = _abar(teacher, t, b), _abar(teacher, t_mid, b), _abar(teacher, t_end, b)
-    x_mid = ddim_step(teacher.denoiser(x_t, t, cond), x_t, a_t, a_mid)
-    x_end = ddim_step(teacher.denoiser(x_mid, t_mid.clamp_min(0), cond), x_mid, a_mid, a_end)
-    return progressive_target(x_t, x_end, a_t, a_end), a_t
+    x, a_t = x_t, _abar(teacher, ts[0], b)
+    a = a_t
+    for t, s in zip(ts[:-1], ts[1:]):
+        a_s = _abar(teacher, s, b)
+        x, a = ddim_step(teacher.denoiser(x, t, cond), x, a, a_s), a_s
+    return progressive_target(x_t, x, a_t, a), a_t
 
 
 def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
-                      progress: bool = True) -> tuple[MotionModel, list[float]]:
-    """Train a student that does in one DDIM step what ``teacher`` does in two on ``grid``."""
-    if len(grid) % 2:
-        raise InputError(f"progressive distillation halves the grid; {len(grid)} steps is odd")
-    student = copy.deepcopy(teacher)
+                      progress: bool = True, init: MotionModel | None = None) -> tuple[MotionModel, list[float]]:
+    """Train a student that does in one DDIM step what ``teacher`` does in ``cfg.factor`` on ``grid``.
+
+    ``factor`` 2 is progressive distillation; a larger factor reaches few steps in fewer rounds,
+    so less student-on-student error compounds, at ``factor`` teacher calls per iteration.
+    ``init`` (default: the teacher) is the student's starting point.
+    """
+    k = cfg.factor
+    if k < 2:
+        raise InputError(f"a round merges at least 2 teacher steps into one (--factor {k})")
+    if len(grid) % k:
+        raise InputError(f"a round merges {k} steps into one; the {len(grid)}-step grid is not a multiple of {k}")
+    student = copy.deepcopy(init or teacher)
     student.denoiser.train()
     opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
     full = grid + [-1]
     losses = []
-    for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // 2}", disable=not progress):
-        batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::2], cfg, gen)
-        t = torch.tensor([full[2 * i] for i in idx])
-        t_mid, t_end = torch.tensor([full[2 * i + 1] for i in idx]), torch.tensor([full[2 * i + 2] for i in idx])
-        x_t = teacher.schedule.add_noise(x0, noise, t)
-        target, a_t = _teacher_two_steps(teacher, x_t, t, t_mid, t_end, _cond(batch))
-        loss = progressive_loss(student.denoiser(x_t, t, _cond(batch)), target, a_t, cfg.velocity)
+    for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // k}", disable=not progress):
+        batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::k], cfg, gen)
+        ts = [torch.tensor([full[k * i + j] for i in idx]) for j in range(k + 1)]
+        x_t = teacher.schedule.add_noise(x0, noise, ts[0])
+        target, a_t = _teacher_steps(teacher, x_t, ts, _cond(batch))
+        loss = progressive_loss(student.denoiser(x_t, ts[0], _cond(batch)), target, a_t, cfg.velocity)
         optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         losses.append(loss.item())
     student.denoiser.eval()
-    student.sampling = {"sampler": "ddim", "timesteps": grid[::2]}
+    student.sampling = {"sampler": "ddim", "timesteps": grid[::k]}
     return student, losses
 
 
@@ -154,16 +165,16 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         return [path]
     if cfg.method != "progressive":
         raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
-    current = teacher
+    current, init = teacher, (_load_init(cfg.init, teacher) if cfg.init else None)
     while len(grid) > cfg.to:
-        path = out / f"student-{len(grid) // 2}.safetensors"
+        path = out / f"student-{len(grid) // cfg.factor}.safetensors"
         if path.exists():  # finished by an earlier run: resume after it
             current = load(path)
         else:
             t0 = time.time()
-            current, losses = progressive_round(current, grid, sampler, cfg, progress)
+            current, losses = progressive_round(current, grid, sampler, cfg, progress, init)
             _finish(current, path, cfg, teacher_name, grid, losses, t0, log)
-        grid = grid[::2]
+        grid, init = grid[::cfg.factor], None
         written.append(path)
     return written
 
@@ -173,7 +184,7 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
     """Refine ``cfg.init`` against stored teacher samples; held-out voices score it before and after."""
     if cfg.init is None:
         raise InputError("--method trajectory refines an existing student: give --init NAME_OR_PATH")
-    init = load(cfg.init)
+    init = _load_init(cfg.init, teacher)
     path = out / f"student-{len(init.timesteps())}.safetensors"
     if path.exists():
         return path
@@ -189,6 +200,15 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
              "refined": {"init": cfg.init, "init_distill": init.meta.get("distill"), "heldout_mse_to_teacher": mse}}
     _finish(student, path, cfg, teacher_name, student.timesteps(), losses, t0, out / "distill.jsonl", extra)
     return path
+
+
+def _load_init(name: str, teacher: MotionModel) -> MotionModel:
+    """The student to start from; it must share the teacher's network and normalisation to learn its outputs."""
+    init = load(name)
+    if init.cfg != teacher.cfg or init.norm.to_meta() != teacher.norm.to_meta():
+        raise InputError(f"--init {name} has another network or normalisation than the teacher; "
+                         "start from a student of this teacher")
+    return init
 
 
 def _sampler(teacher: MotionModel, data: str | Path, split: str) -> WindowSampler:
