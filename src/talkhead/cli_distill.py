@@ -13,8 +13,8 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
-                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, factor=args.factor, init=args.init,
-                        pairs=args.pairs, teacher_steps=args.teacher_steps)
+                        batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, factor=args.factor,
+                        init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 

@@ -70,4 +70,5 @@ def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corp
     student, grid = load(tmp_path / "b" / "student-2.safetensors"), load(tiny_teacher).schedule.timesteps(8)
     info = student.meta["distill"]
     assert student.timesteps() == grid[::4] and info["config"]["init"] == str(first)
+    assert info["data"] == str(tiny_corpus)  # the corpus it learned from travels with it
     assert info["loss_last"] < info["loss_first"]

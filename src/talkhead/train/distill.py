@@ -104,8 +104,9 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
         batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::k], cfg, gen)
         ts = [torch.tensor([full[k * i + j] for i in idx]) for j in range(k + 1)]
         x_t = teacher.schedule.add_noise(x0, noise, ts[0])
-        target, a_t = _teacher_steps(teacher, x_t, ts, _cond(batch))
-        loss = progressive_loss(student.denoiser(x_t, ts[0], _cond(batch)), target, a_t, cfg.velocity)
+        cond = _cond(batch)
+        target, a_t = _teacher_steps(teacher, x_t, ts, cond)
+        loss = progressive_loss(student.denoiser(x_t, ts[0], cond), target, a_t, cfg.velocity)
         optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         losses.append(loss.item())
     student.denoiser.eval()
@@ -161,7 +162,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         if not path.exists():
             t0 = time.time()
             student, losses = consistency_distill(teacher, grid, sampler, cfg, progress)
-            _finish(student, path, cfg, teacher_name, grid, losses, t0, log)
+            _finish(student, path, cfg, teacher_name, grid, losses, t0, log, {"data": str(data)})
         return [path]
     if cfg.method != "progressive":
         raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
@@ -173,7 +174,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         else:
             t0 = time.time()
             current, losses = progressive_round(current, grid, sampler, cfg, progress, init)
-            _finish(current, path, cfg, teacher_name, grid, losses, t0, log)
+            _finish(current, path, cfg, teacher_name, grid, losses, t0, log, {"data": str(data)})
         grid, init = grid[::cfg.factor], None
         written.append(path)
     return written
@@ -196,7 +197,7 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
     t0, before = time.time(), pairs_mse(init, val)
     student, losses = trajectory_refine(init, train, cfg.iters, cfg.batch, cfg.lr, cfg.velocity, cfg.seed, progress)
     mse = {"before": round(before, 6), "after": round(pairs_mse(student, val), 6)}
-    extra = {"pairs_wall_s": round(t0 - t_pairs, 1),
+    extra = {"data": str(data), "pairs_wall_s": round(t0 - t_pairs, 1),
              "refined": {"init": cfg.init, "init_distill": init.meta.get("distill"), "heldout_mse_to_teacher": mse}}
     _finish(student, path, cfg, teacher_name, student.timesteps(), losses, t0, out / "distill.jsonl", extra)
     return path
