@@ -12,13 +12,14 @@ from talkhead.errors import InputError
 
 def _cmd_tts(args: argparse.Namespace) -> None:
     from talkhead.audio.io import write_wav
-    from talkhead.audio.tts import HELD_OUT_VOICES, VOICES, synthesize
+    from talkhead.audio.tts import CORPUS_VOICES, HELD_OUT_VOICES, VOICES, synthesize
     from talkhead.util import atomic_write
 
     if args.list_voices:
         for v in VOICES.values():
             held = "  (held out from training)" if v.name in HELD_OUT_VOICES else ""
-            print(f"{v.name:16s} {v.sex:6s} espeak {v.espeak_name:20s} {v.rate} wpm, pitch {v.pitch}{held}")
+            extra = "  (distillation corpora only: --voices wide)" if v.name not in CORPUS_VOICES else ""
+            print(f"{v.name:16s} {v.sex:6s} espeak {v.espeak_name:20s} {v.rate} wpm, pitch {v.pitch}{held}{extra}")
         return
     if args.text is None or args.out is None:
         raise InputError("give TEXT and -o OUT.wav (or --list-voices)")
@@ -40,11 +41,11 @@ def _cmd_tts(args: argparse.Namespace) -> None:
 def _cmd_data_synth(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.corpus import CorpusConfig, synth_corpus
+    from talkhead.data.corpus import VOICE_SETS, CorpusConfig, synth_corpus
 
     if args.minutes <= 0:
         raise InputError("--minutes must be positive")
-    cfg = CorpusConfig(minutes=args.minutes, seed=args.seed)
+    cfg = CorpusConfig(minutes=args.minutes, seed=args.seed, voices=VOICE_SETS[args.voices])
     bar = tqdm(total=round(args.minutes * 60), unit="s", desc="corpus", disable=args.quiet)
     def progress(done: float) -> None:
         bar.update(round(done) - bar.n)
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--minutes", type=float, required=True, help="minutes of speech to make (at least)")
     ds.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
     ds.add_argument("--seed", type=int, default=0)
+    ds.add_argument("--voices", choices=["standard", "wide"], default="standard",
+                    help="standard: the teacher's 12 voices; wide: 8 more accents and timbres, for "
+                         "distillation corpora (the held-out voices stay held out either way)")
     ds.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ds.add_argument("--quiet", action="store_true", help="no progress bar")
     ds.set_defaults(func=_cmd_data_synth)

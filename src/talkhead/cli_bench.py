@@ -26,6 +26,18 @@ def _cmd_bench_motion(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'bench.json'} and {Path(args.out) / 'pareto.png'}")
 
 
+def _cmd_bench_steps(args: argparse.Namespace) -> None:
+    from talkhead.bench.steps import StepsConfig, run_steps_bench
+
+    cfg = StepsConfig(student=args.student, teacher=args.teacher, teacher_grid=args.teacher_grid,
+                      windows=args.windows, seed=args.seed)
+    r = run_steps_bench(args.data, args.out, cfg)
+    for t, extra in zip(r["timesteps"], r["step_excess"]):
+        print(f"student step at t={t}: adds {extra:.6f} MSE to the teacher's {args.teacher_grid}-step grid")
+    print(f"{args.student}: {r['student_mse']:.6f}, teacher's grid: {r['teacher_grid_mse']:.6f}")
+    print(f"wrote {Path(args.out) / 'steps.json'} and {Path(args.out) / 'steps.png'}")
+
+
 def _cmd_bench_render(args: argparse.Namespace) -> None:
     from talkhead.bench.e2e import run_e2e_bench
     from talkhead.bench.render import run_render_bench
@@ -54,6 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--clips", type=int, default=24, help="held-out clips for lip sync")
     m.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     m.set_defaults(func=_cmd_bench_motion)
+    s = bsub.add_parser("steps", help="which step of a few-step student adds the most error to the teacher's")
+    s.add_argument("--student", default="student-4")
+    s.add_argument("--teacher", default="teacher")
+    s.add_argument("--teacher-grid", type=int, default=32, help="the teacher DDIM grid the student was distilled from")
+    s.add_argument("--data", default="corpus/main", help="corpus whose held-out voices give the windows")
+    s.add_argument("--windows", type=int, default=256, help="held-out windows (teacher S=50 samples, kept in OUT/pairs)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_bench_steps)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")

@@ -14,9 +14,21 @@ def _cmd_distill(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
                         batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, factor=args.factor,
-                        init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps)
+                        init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps,
+                        step_weights=_weights(args.step_weights))
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
+
+
+def _weights(text: str | None) -> tuple[float, ...] | None:
+    from talkhead.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return tuple(float(w) for w in text.split(","))
+    except ValueError:
+        raise InputError(f"--step-weights takes comma-separated numbers, e.g. 3,1,1,5 (got {text!r})") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="progressive: weight of the frame-difference loss, against jitter")
     d.add_argument("--factor", type=int, default=2,
                    help="progressive: teacher steps merged into one student step per round (2: halve the grid)")
+    d.add_argument("--step-weights", metavar="W1,W2,...",
+                   help="progressive, one round: relative share of iterations per student step, first step "
+                        "first (default: even), e.g. 3,1,1,5 to favour the steps that err most")
     d.add_argument("--init", help="the student to start from (shipped name or checkpoint path); "
                                   "trajectory: required; progressive: the first round's starting weights")
     d.add_argument("--pairs", type=int, default=8192,

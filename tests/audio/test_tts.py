@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from talkhead.audio.tts import (
+    CORPUS_VOICES,
     DEFAULT_VOICE,
     HELD_OUT_VOICES,
     SAMPLE_RATE,
@@ -51,6 +52,17 @@ def test_voice_table_has_enough_distinct_male_and_female_voices() -> None:
     assert set(HELD_OUT_VOICES) <= set(VOICES) and set(TRAIN_VOICES).isdisjoint(HELD_OUT_VOICES)
     assert set(TRAIN_VOICES) | set(HELD_OUT_VOICES) == set(VOICES)
     assert DEFAULT_VOICE in VOICES
+
+
+def test_the_teachers_voices_stay_fixed_and_extra_voices_avoid_the_held_out_ones() -> None:
+    # The corpus default must not grow with the table: corpus/main's seed stays reproducible.
+    assert CORPUS_VOICES == ("us-male", "us-female", "us-male-slow", "us-female-fast", "gb-male", "gb-female",
+                             "rp-male-low", "us-female-high", "scot-female", *HELD_OUT_VOICES)
+    extra = [VOICES[v] for v in VOICES if v not in CORPUS_VOICES]
+    held = [VOICES[v] for v in HELD_OUT_VOICES]
+    assert len(extra) == 8 and {v.sex for v in extra} == {"male", "female"}
+    assert not {v.variant for v in extra} & {v.variant for v in held}
+    assert not {v.base for v in extra} & {"en-us-nyc"}  # the held-out-only accent
 
 
 @pytest.mark.parametrize("voice", list(VOICES))

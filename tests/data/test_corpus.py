@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from talkhead.audio.tts import HELD_OUT_VOICES, SAMPLE_RATE, VOICES
+from talkhead.audio.tts import CORPUS_VOICES, HELD_OUT_VOICES, SAMPLE_RATE, VOICES
 from talkhead.data.corpus import CorpusConfig, load_manifest, read_shard_rows, synth_corpus
 from talkhead.errors import InputError
 from talkhead.rig.spec import FPS, SPEC
@@ -159,3 +159,15 @@ def test_killed_run_resumes_to_the_same_corpus(tmp_path: Path) -> None:
     assert other.returncode == 2
     assert other.stderr.startswith("talkhead: error: ") and other.stderr.count("\n") == 1
     assert {p: p.read_bytes() for p in resumed.rglob("*") if p.is_file()} == before
+
+
+def test_a_wide_corpus_adds_the_extra_voices_and_keeps_held_out_voices_held_out(tmp_path: Path) -> None:
+    from talkhead.cli import main
+
+    assert CorpusConfig().voices == CORPUS_VOICES
+    assert main(["data", "synth", "--minutes", "0.5", "--seed", "5", "--voices", "wide", "--workers", "1",
+                 "--quiet", "--out", str(tmp_path)]) == 0
+    rows = load_manifest(tmp_path)
+    assert {r["voice"] for r in rows} - set(CORPUS_VOICES)  # speech in voices the teacher never heard
+    assert all(r["split"] == ("heldout" if r["voice"] in HELD_OUT_VOICES else "train") for r in rows)
+    assert main(["data", "synth", "--minutes", "0.5", "--seed", "5", "--quiet", "--out", str(tmp_path)]) == 2

@@ -72,6 +72,8 @@ def test_stress() -> None:
     assert stress_of("ˈɑː") == 1 and stress_of("ˌaɪ") == 2 and stress_of("ə") == 0
     # Stress marks and length change timing, not the lip shape.
     assert phone_visemes("ˈɑː") == phone_visemes("ɑ") == phone_visemes("AA1")
+    # Combining diacritics (the Caribbean and Welsh voices' dental t̪ and d̪) keep the base letter's shape.
+    assert phone_visemes("t̪") == phone_visemes("t") and phone_visemes("ˈd̪") == phone_visemes("d")
 
 
 @pytest.mark.parametrize("phone", ["Q9", "☃", "XX1", "ħ", "pǃ", "AA7"])

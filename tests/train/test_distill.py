@@ -10,7 +10,8 @@ from talkhead.cli import main
 from talkhead.motion.model import load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.motion.samplers import sample_ddim
-from talkhead.train.distill import DistillConfig, _teacher_steps, consistency_distill, distill, progressive_round
+from talkhead.train.distill import (DistillConfig, _teacher_steps, consistency_distill, distill, draw_steps,
+                                    progressive_round)
 
 
 def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
@@ -72,3 +73,20 @@ def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corp
     assert student.timesteps() == grid[::4] and info["config"]["init"] == str(first)
     assert info["data"] == str(tiny_corpus)  # the corpus it learned from travels with it
     assert info["loss_last"] < info["loss_first"]
+
+
+def test_step_weights_choose_which_student_steps_train(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    gen = torch.Generator().manual_seed(0)
+    assert set(draw_steps(4, DistillConfig(batch=64, step_weights=(0, 0, 0, 1)), gen).tolist()) == {3}
+    drawn = draw_steps(4, DistillConfig(batch=4000, step_weights=(3, 1, 1, 5)), gen)
+    assert abs((drawn == 3).float().mean().item() - 0.5) < 0.03 and abs((drawn == 1).float().mean().item() - 0.1) < 0.03
+    same = draw_steps(4, DistillConfig(batch=16), torch.Generator().manual_seed(1))
+    assert same.tolist() == torch.randint(0, 4, (16,), generator=torch.Generator().manual_seed(1)).tolist()
+    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+            "--start-steps", "8", "--factor", "2", "--iters", "2", "--batch", "4", "--quiet"]
+    assert main([*args, "--to", "1", "--step-weights", "1,1,1,1"]) == 2  # a chain: weights for which round?
+    assert "--to 4" in capsys.readouterr().err
+    assert main([*args, "--to", "4", "--step-weights", "1,1,-1,1"]) == 2
+    assert "non-negative" in capsys.readouterr().err
+    assert main([*args, "--to", "4", "--step-weights", "1,0,0,1"]) == 0
+    assert load(tmp_path / "student-4.safetensors").meta["distill"]["config"]["step_weights"] == [1, 0, 0, 1]

@@ -67,9 +67,21 @@ VOICES: dict[str, Voice] = {
         Voice("us-female-soft", "en-us", "f5", 165, 70, 45, "female"),
         Voice("gb-male-deep", "en", "m7", 155, 25, 40, "male"),
         Voice("nyc-male", "en-us-nyc", "m6", 185, 50, 60, "male"),
+        # Extra voices for distillation corpora (``data synth --voices wide``): more accents and
+        # timbres for a student to learn its teacher on. None uses a held-out voice's variant or accent.
+        Voice("carib-male", "en-029", "m2", 165, 38, 45, "male"),
+        Voice("clan-female", "en-gb-x-gbclan", "f4", 176, 64, 55, "female"),
+        Voice("welsh-male", "en-gb-x-gbcwmd", "m5", 160, 42, 50, "male"),
+        Voice("us-male-bright", "en-us", "m5", 195, 45, 65, "male"),
+        Voice("us-female-low", "en-us", "f3", 160, 58, 40, "female"),
+        Voice("rp-female", "en-gb-x-rp", "f1", 170, 66, 60, "female"),
+        Voice("scot-male", "en-gb-scotland", "m3", 168, 36, 45, "male"),
+        Voice("carib-female", "en-029", "f2", 182, 62, 50, "female"),
     )
 }
 HELD_OUT_VOICES: tuple[str, ...] = ("us-female-soft", "gb-male-deep", "nyc-male")
+# The voices of the teacher's corpus (``data synth`` default); the rest of VOICES widen distillation corpora.
+CORPUS_VOICES: tuple[str, ...] = tuple(VOICES)[:12]
 TRAIN_VOICES: tuple[str, ...] = tuple(v for v in VOICES if v not in HELD_OUT_VOICES)
 DEFAULT_VOICE = "us-female"
 

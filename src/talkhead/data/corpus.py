@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.audio.tts import HELD_OUT_VOICES, SAMPLE_RATE, VOICES, get_voice, synthesize
+from talkhead.audio.tts import CORPUS_VOICES, HELD_OUT_VOICES, SAMPLE_RATE, VOICES, get_voice, synthesize
 from talkhead.data.text import paragraph
 from talkhead.errors import InputError
 from talkhead.rig import n_frames, target_motion
@@ -40,8 +40,14 @@ class CorpusConfig:
     clips_per_shard: int = 32
     min_s: float = 2.0
     max_s: float = 12.0
-    voices: tuple[str, ...] = tuple(VOICES)
+    voices: tuple[str, ...] = CORPUS_VOICES
     held_out: tuple[str, ...] = HELD_OUT_VOICES
+
+
+VOICE_SETS: dict[str, tuple[str, ...]] = {
+    "standard": CORPUS_VOICES,  # the teacher's corpus
+    "wide": tuple(VOICES),  # plus the extra voices: more speakers for a student to match its teacher on
+}
 
 
 def _clip(cfg: CorpusConfig, shard: int, index: int) -> tuple[dict, np.ndarray, np.ndarray]:

@@ -12,6 +12,7 @@ sound starts and strong segments such as bilabials reach their target.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +123,8 @@ def phone_visemes(phone: str) -> list[str]:
     arpa = _ARPA_RE.match(phone)
     if arpa and arpa.group(1) in ARPABET:
         phone = ARPABET[arpa.group(1)]
-    core = "".join(ch for ch in phone if ch not in STRESS_MARKS and ch not in _MODIFIERS)
+    # Combining diacritics (dental t̪, voiceless n̥, ...) refine where the tongue is, not the lips' shape.
+    core = "".join(ch for ch in phone if ch not in STRESS_MARKS and ch not in _MODIFIERS and not unicodedata.combining(ch))
     if not core and phone.strip(STRESS_MARKS):
         return []  # a bare modifier (espeak emits e.g. "ʲ" alone): it prolongs the previous shape
     if core in _AFFRICATES:

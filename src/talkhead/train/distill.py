@@ -44,6 +44,9 @@ class DistillConfig:
     init: str | None = None  # trajectory: the student to refine; progressive: the first round's start
     pairs: int = 8192  # trajectory: stored teacher windows to regress onto
     teacher_steps: int = 50  # trajectory: the teacher's DDIM grid that makes them
+    # progressive, one round: how often each student step is drawn (default: evenly). Lets a run
+    # spend its iterations on the steps that cost the most at the end (see trajectory.step_attribution).
+    step_weights: tuple[float, ...] | None = None
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -65,20 +68,47 @@ def _cond(batch: dict) -> dict:
 def _round_batch(model, sampler, grid, cfg, gen):
     batch = sampler.sample(cfg.batch, gen)
     x0 = batch["x0"]
-    n = len(grid)
-    return batch, x0, torch.randint(0, n, (cfg.batch,), generator=gen), torch.randn(x0.shape, generator=gen)
+    return batch, x0, draw_steps(len(grid), cfg, gen), torch.randn(x0.shape, generator=gen)
+
+
+def draw_steps(n: int, cfg: DistillConfig, gen: torch.Generator) -> torch.Tensor:
+    """Which of a student's ``n`` steps each window of a batch trains: uniform, or by ``cfg.step_weights``."""
+    w = _step_weights(n, cfg)
+    if w is None:
+        return torch.randint(0, n, (cfg.batch,), generator=gen)
+    return torch.multinomial(w, cfg.batch, replacement=True, generator=gen)
+
+
+def _step_weights(n: int, cfg: DistillConfig) -> torch.Tensor | None:
+    if cfg.step_weights is None:
+        return None
+    w = torch.tensor(cfg.step_weights, dtype=torch.float64)
+    if len(w) != n or (w < 0).any() or w.sum() <= 0:
+        raise InputError(f"--step-weights needs {n} non-negative weights, one per student step, "
+                         f"not all zero (got {list(cfg.step_weights)})")
+    return w
+
+
+def ddim_path(model: MotionModel, x: torch.Tensor, ts: list, cond: dict) -> torch.Tensor:
+    """``model``'s deterministic DDIM from x at ts[0] through ts[1:], -1 meaning clean: [B, W, 58] -> same.
+
+    Each entry of ``ts`` is one timestep for the whole batch (int) or one per sample ([B] tensor).
+    """
+    b = x.shape[0]
+    a = _abar(model, ts[0], b)
+    for t, s in zip(ts[:-1], ts[1:]):
+        a_s = _abar(model, s, b)
+        t = torch.as_tensor(t).expand(b) if isinstance(t, int) else t
+        x, a = ddim_step(model.denoiser(x, t, cond), x, a, a_s), a_s
+    return x
 
 
 @torch.no_grad()
 def _teacher_steps(teacher: MotionModel, x_t: torch.Tensor, ts: list[torch.Tensor], cond: dict):
     """The teacher's DDIM run through per-sample timesteps ts[0] -> ts[-1], as (one-step x0 target, abar at ts[0])."""
     b = x_t.shape[0]
-    x, a_t = x_t, _abar(teacher, ts[0], b)
-    a = a_t
-    for t, s in zip(ts[:-1], ts[1:]):
-        a_s = _abar(teacher, s, b)
-        x, a = ddim_step(teacher.denoiser(x, t, cond), x, a, a_s), a_s
-    return progressive_target(x_t, x, a_t, a), a_t
+    x_s = ddim_path(teacher, x_t, ts, cond)
+    return progressive_target(x_t, x_s, _abar(teacher, ts[0], b), _abar(teacher, ts[-1], b)), _abar(teacher, ts[0], b)
 
 
 def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
@@ -167,6 +197,10 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     if cfg.method != "progressive":
         raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
     current, init = teacher, (_load_init(cfg.init, teacher) if cfg.init else None)
+    if cfg.step_weights is not None and len(grid) // cfg.factor != max(cfg.to, 1):
+        raise InputError("--step-weights weighs the steps of one round's student: "
+                         f"give --to {len(grid) // cfg.factor} (= --start-steps / --factor)")
+    _step_weights(len(grid) // cfg.factor, cfg)
     while len(grid) > cfg.to:
         path = out / f"student-{len(grid) // cfg.factor}.safetensors"
         if path.exists():  # finished by an earlier run: resume after it

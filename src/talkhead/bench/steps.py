@@ -1,0 +1,93 @@
+"""Which step of a few-step student costs the most: its error to the teacher, one step at a time.
+
+A student's N-step run is compared with hybrids in which the teacher does everything (on its
+fine grid, which contains the student's timesteps) except student step i. The extra error of
+hybrid i over the teacher's own grid is what step i alone adds; comparing it across steps says
+where distillation iterations are best spent (``talkhead distill --step-weights``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from talkhead.errors import InputError
+from talkhead.motion.model import MotionModel, load
+from talkhead.train.data import WindowSampler, load_clips
+from talkhead.train.distill import ddim_path
+from talkhead.train.trajectory import COND_KEYS, PairsConfig, teacher_pairs
+from talkhead.util import atomic_path, atomic_write
+
+
+@dataclass(frozen=True)
+class StepsConfig:
+    """The attribution run: models, the teacher grid the student was distilled from, the sample set."""
+
+    student: str = "student-4"
+    teacher: str = "teacher"
+    teacher_grid: int = 32  # contains the student's timesteps (its distillation grid)
+    windows: int = 256  # held-out-voice windows, scored against the teacher's S = 50 output
+    seed: int = 1
+
+
+@torch.no_grad()
+def step_attribution(student: MotionModel, teacher: MotionModel, pairs: dict[str, torch.Tensor],
+                     teacher_grid: list[int]) -> dict[str, float | list[float]]:
+    """MSE to the stored teacher samples of: the teacher on ``teacher_grid``, the student, and each one-student-step hybrid."""
+    grid, steps = teacher_grid + [-1], student.timesteps() + [-1]
+    missing = [t for t in steps[:-1] if t not in grid]
+    if missing:
+        raise InputError(f"the student's timesteps {missing} are not on the teacher's {len(teacher_grid)}-step grid; "
+                         "give the grid it was distilled from (--teacher-grid)")
+    cond, noise, target = {k: pairs[k] for k in COND_KEYS}, pairs["noise"], pairs["target"]
+
+    def mse(x: torch.Tensor) -> float:
+        return round(float((x - target).pow(2).mean()), 6)
+
+    base = mse(ddim_path(teacher, noise, grid, cond))
+    only = []
+    for t, s in zip(steps[:-1], steps[1:]):
+        x = ddim_path(teacher, noise, grid[: grid.index(t) + 1], cond)
+        x = ddim_path(student, x, [t, s], cond)
+        only.append(mse(ddim_path(teacher, x, grid[grid.index(s):], cond)))
+    return {"timesteps": steps[:-1], "teacher_grid_mse": base, "student_mse": mse(ddim_path(student, noise, steps, cond)),
+            "only_step_mse": only, "step_excess": [round(m - base, 6) for m in only]}
+
+
+def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsConfig(),
+                    progress: bool = True) -> dict:
+    """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``out/pairs``."""
+    out = Path(out)
+    teacher, student = load(cfg.teacher), load(cfg.student)
+    if student.cfg != teacher.cfg or student.norm.to_meta() != teacher.norm.to_meta():
+        raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (another network or normalisation)")
+    clips = load_clips(data, "heldout", teacher.features)
+    sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
+    pairs = teacher_pairs(teacher, sampler, out / "pairs", PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows),
+                                                                       seed=cfg.seed), "heldout", progress)
+    result = {"config": asdict(cfg), **step_attribution(student, teacher, pairs,
+                                                        teacher.schedule.timesteps(cfg.teacher_grid, "trailing"))}
+    atomic_write(out / "steps.json", json.dumps(result, indent=1).encode())
+    _plot(result, out / "steps.png")
+    return result
+
+
+def _plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    labels = [f"step {i + 1}\nt={t}" for i, t in enumerate(result["timesteps"])]
+    ax.bar(labels, result["step_excess"], color="#4c72b0")
+    ax.set_ylabel("MSE added to the teacher's grid")
+    ax.set_title(f"{Path(result['config']['student']).stem}: {result['student_mse']:.5f} in all, "
+                 f"teacher grid {result['teacher_grid_mse']:.5f}", fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
