@@ -68,7 +68,8 @@ VOICES: dict[str, Voice] = {
         Voice("gb-male-deep", "en", "m7", 155, 25, 40, "male"),
         Voice("nyc-male", "en-us-nyc", "m6", 185, 50, 60, "male"),
         # Extra voices for distillation corpora (``data synth --voices wide``): more accents and
-        # timbres for a student to learn its teacher on. None uses a held-out voice's variant or accent.
+        # timbres for a student to learn its teacher on. None uses a held-out voice's variant
+        # (f5, m7, m6) or the New York accent, which only a held-out voice speaks.
         Voice("carib-male", "en-029", "m2", 165, 38, 45, "male"),
         Voice("clan-female", "en-gb-x-gbclan", "f4", 176, 64, 55, "female"),
         Voice("welsh-male", "en-gb-x-gbcwmd", "m5", 160, 42, 50, "male"),
