@@ -47,12 +47,14 @@ def step_attribution(student: MotionModel, teacher: MotionModel, pairs: dict[str
     def mse(x: torch.Tensor) -> float:
         return round(float((x - target).pow(2).mean()), 6)
 
-    base = mse(ddim_path(teacher, noise, grid, cond))
-    only = []
-    for t, s in zip(steps[:-1], steps[1:]):
-        x = ddim_path(teacher, noise, grid[: grid.index(t) + 1], cond)
-        x = ddim_path(student, x, [t, s], cond)
-        only.append(mse(ddim_path(teacher, x, grid[grid.index(s):], cond)))
+    # One teacher run, cut at the student's timesteps: the state each hybrid starts its student step from.
+    marks = [0] + [grid.index(t) for t in steps]
+    states = [noise]
+    for a, b in zip(marks[:-1], marks[1:]):
+        states.append(ddim_path(teacher, states[-1], grid[a:b + 1], cond))
+    base = mse(states[-1])
+    only = [mse(ddim_path(teacher, ddim_path(student, x, [t, s], cond), grid[grid.index(s):], cond))
+            for x, t, s in zip(states[1:], steps[:-1], steps[1:])]
     return {"timesteps": steps[:-1], "teacher_grid_mse": base, "student_mse": mse(ddim_path(student, noise, steps, cond)),
             "only_step_mse": only, "step_excess": [round(m - base, 6) for m in only]}
 

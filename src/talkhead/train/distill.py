@@ -45,7 +45,7 @@ class DistillConfig:
     pairs: int = 8192  # trajectory: stored teacher windows to regress onto
     teacher_steps: int = 50  # trajectory: the teacher's DDIM grid that makes them
     # progressive, one round: how often each student step is drawn (default: evenly). Lets a run
-    # spend its iterations on the steps that cost the most at the end (see trajectory.step_attribution).
+    # spend its iterations on the steps that cost the most at the end (see bench.steps.step_attribution).
     step_weights: tuple[float, ...] | None = None
 
 
@@ -107,8 +107,8 @@ def ddim_path(model: MotionModel, x: torch.Tensor, ts: list, cond: dict) -> torc
 def _teacher_steps(teacher: MotionModel, x_t: torch.Tensor, ts: list[torch.Tensor], cond: dict):
     """The teacher's DDIM run through per-sample timesteps ts[0] -> ts[-1], as (one-step x0 target, abar at ts[0])."""
     b = x_t.shape[0]
-    x_s = ddim_path(teacher, x_t, ts, cond)
-    return progressive_target(x_t, x_s, _abar(teacher, ts[0], b), _abar(teacher, ts[-1], b)), _abar(teacher, ts[0], b)
+    a_t = _abar(teacher, ts[0], b)
+    return progressive_target(x_t, ddim_path(teacher, x_t, ts, cond), a_t, _abar(teacher, ts[-1], b)), a_t
 
 
 def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
