@@ -15,20 +15,23 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     cfg = DistillConfig(method=args.method, start_steps=args.start_steps, to=args.to, iters=args.iters,
                         batch=args.batch, lr=args.lr, seed=args.seed, velocity=args.velocity, factor=args.factor,
                         init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps,
-                        step_weights=_weights(args.step_weights))
+                        step_weights=_numbers(args.step_weights, "--step-weights", float, "3,1,1,5"),
+                        segments=_numbers(args.segments, "--segments", int, "8,12,8,4"), experts=args.experts,
+                        warp=args.warp)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 
 
-def _weights(text: str | None) -> tuple[float, ...] | None:
+def _numbers(text: str | None, flag: str, kind: type, example: str) -> tuple | None:
     from talkhead.errors import InputError
 
     if text is None:
         return None
     try:
-        return tuple(float(w) for w in text.split(","))
+        return tuple(kind(w) for w in text.split(","))
     except ValueError:
-        raise InputError(f"--step-weights takes comma-separated numbers, e.g. 3,1,1,5 (got {text!r})") from None
+        noun = "whole numbers" if kind is int else "numbers"
+        raise InputError(f"{flag} takes comma-separated {noun}, e.g. {example} (got {text!r})") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--step-weights", metavar="W1,W2,...",
                    help="progressive, one round: relative share of iterations per student step, first step "
                         "first (default: even), e.g. 3,1,1,5 to favour the steps that err most")
+    d.add_argument("--segments", metavar="N1,N2,...",
+                   help="progressive, one round: teacher grid steps per student step, first step first, adding "
+                        "up to --start-steps (default: --factor each), e.g. 8,12,8,4 for a short last step")
+    d.add_argument("--experts", action="store_true",
+                   help="progressive: one network per student step (N times the file, the same time per step), "
+                        "each starting from the student's starting weights")
+    d.add_argument("--warp", type=float, default=0.0,
+                   help="progressive: stretch each window's mel axis by a random factor within 1 +- WARP, so the "
+                        "student meets voices the corpus lacks (the teacher hears the same audio), e.g. 0.12")
     d.add_argument("--init", help="the student to start from (shipped name or checkpoint path); "
                                   "trajectory: required; progressive: the first round's starting weights")
     d.add_argument("--pairs", type=int, default=8192,

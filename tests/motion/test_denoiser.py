@@ -1,8 +1,11 @@
-"""The audio encoder's temporal context, and the network's shapes."""
+"""The audio encoder's temporal context, the network's shapes, and per-step expert routing."""
+
+from dataclasses import replace
 
 import torch
 
-from talkhead.motion.denoiser import AudioEncoder, DenoiserConfig, MotionTransformer
+from talkhead.motion.denoiser import (AudioEncoder, DenoiserConfig, MotionTransformer, StepExperts, make_network,
+                                      same_network)
 
 
 def test_audio_encoder_sees_exactly_its_receptive_field():
@@ -33,3 +36,26 @@ def test_transformer_output_shape():
               torch.randn(b, cfg.window, cfg.audio_dim), torch.randn(b, cfg.motion_dim),
               torch.randn(b, cfg.tail, cfg.motion_dim), torch.tensor([True, False, True]))
     assert out.shape == (b, cfg.window, cfg.motion_dim)
+
+
+def _inputs(cfg: DenoiserConfig, t: list[int]):
+    b, g = len(t), torch.Generator().manual_seed(1)
+    return (torch.randn(b, cfg.window, cfg.motion_dim, generator=g), torch.tensor(t),
+            torch.randn(b, cfg.window, cfg.audio_dim, generator=g), torch.randn(b, cfg.motion_dim, generator=g),
+            torch.randn(b, cfg.tail, cfg.motion_dim, generator=g), torch.tensor([True, False] * (b // 2)))
+
+
+def test_step_experts_route_each_window_to_the_copy_nearest_its_timestep():
+    torch.manual_seed(0)
+    cfg = DenoiserConfig(width=32, depth=1, heads=2, ff_mult=2, experts=(999, 499, 124))
+    net = make_network(cfg).eval()
+    assert isinstance(net, StepExperts) and len(net.experts) == 3 and same_network(cfg, replace(cfg, experts=()))
+    for e in net.experts:  # zero-initialised outputs would make every copy agree; give each its own
+        torch.nn.init.normal_(e.out.weight, std=0.1)
+    x, t, *cond = _inputs(cfg, [990, 600, 130, 0])  # nearest: 999, 499, 124, 124
+    with torch.no_grad():
+        mixed = net(x, t, *cond)
+        for j, i in enumerate([0, 1, 2, 2]):
+            own = net.experts[i](x[j:j + 1], t[j:j + 1], *(c[j:j + 1] for c in cond))
+            torch.testing.assert_close(mixed[j:j + 1], own)
+        assert not torch.allclose(net.experts[0](x, t, *cond), net.experts[1](x, t, *cond))

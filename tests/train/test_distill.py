@@ -7,11 +7,11 @@ import torch
 
 from talkhead.checkpoint import load_checkpoint
 from talkhead.cli import main
-from talkhead.motion.model import load
+from talkhead.motion.model import load, with_experts
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.motion.samplers import sample_ddim
-from talkhead.train.distill import (DistillConfig, _teacher_steps, consistency_distill, distill, draw_steps,
-                                    progressive_round)
+from talkhead.train.distill import (DistillConfig, _segment_targets, _teacher_steps, consistency_distill, distill,
+                                    draw_steps, progressive_round, segment_bounds)
 
 
 def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
@@ -90,3 +90,59 @@ def test_step_weights_choose_which_student_steps_train(tiny_teacher, tiny_corpus
     assert "non-negative" in capsys.readouterr().err
     assert main([*args, "--to", "4", "--step-weights", "1,0,0,1"]) == 0
     assert load(tmp_path / "student-4.safetensors").meta["distill"]["config"]["step_weights"] == [1, 0, 0, 1]
+
+
+def test_uneven_segments_give_the_student_its_own_timesteps(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    assert segment_bounds(32, DistillConfig(segments=(8, 12, 8, 4))) == [0, 8, 20, 28, 32]
+    assert segment_bounds(8, DistillConfig(factor=4)) == [0, 4, 8]
+    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+            "--start-steps", "8", "--iters", "2", "--batch", "4", "--quiet"]
+    assert main([*args, "--to", "2", "--segments", "4,2,1,1"]) == 2  # four steps, but --to asks for two
+    assert "--to 4" in capsys.readouterr().err
+    assert main([*args, "--to", "3", "--segments", "4,2,1"]) == 2
+    assert "add up to the 8-step grid" in capsys.readouterr().err
+    assert main([*args, "--to", "2", "--segments", "4,x"]) == 2
+    assert "whole numbers" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.safetensors"))
+    assert main([*args, "--to", "4", "--segments", "4,2,1,1"]) == 0
+    student, grid = load(tmp_path / "student-4.safetensors"), load(tiny_teacher).schedule.timesteps(8)
+    assert student.timesteps() == [grid[0], grid[4], grid[6], grid[7]]
+    assert student.meta["distill"]["config"]["segments"] == [4, 2, 1, 1]
+
+
+def test_grouped_segment_targets_match_each_windows_own_teacher_run(tiny_teacher, tiny_corpus):
+    teacher = load(tiny_teacher)
+    batch = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm).sample(4, torch.Generator().manual_seed(2))
+    cond = {k: v for k, v in batch.items() if k != "x0"}
+    full = teacher.schedule.timesteps(8) + [-1]
+    paths, idx = [full[0:4], full[3:8], full[7:9]], torch.tensor([1, 0, 2, 1])
+    starts = torch.tensor([paths[i][0] for i in idx])
+    x_t = teacher.schedule.add_noise(batch["x0"], torch.randn(batch["x0"].shape, generator=torch.Generator().manual_seed(3)), starts)
+    target, a_t = _segment_targets(teacher, x_t, idx, paths, cond)
+    for j, i in enumerate(idx.tolist()):
+        own, a = _teacher_steps(teacher, x_t[j:j + 1], paths[i], {k: v[j:j + 1] for k, v in cond.items()})
+        torch.testing.assert_close(target[j:j + 1], own, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(a_t[j:j + 1], a)
+
+
+def test_expert_student_starts_as_its_init_and_keeps_one_network_per_step(tiny_teacher, tiny_corpus, tmp_path):
+    teacher = load(tiny_teacher)
+    grid = teacher.schedule.timesteps(8)
+    split = with_experts(teacher, grid[::2])
+    batch = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm).sample(4, torch.Generator().manual_seed(0))
+    cond, t = {k: v for k, v in batch.items() if k != "x0"}, torch.tensor(grid[::2])
+    with torch.no_grad():  # before training, each copy is the network it came from
+        torch.testing.assert_close(split.denoiser(batch["x0"], t, cond), teacher.denoiser(batch["x0"], t, cond))
+    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+            "--start-steps", "8", "--to", "2", "--segments", "6,2", "--experts", "--iters", "30", "--batch", "8",
+            "--lr", "1e-3", "--quiet"]
+    assert main(args) == 0
+    student = load(tmp_path / "student-2.safetensors")
+    assert student.cfg.experts == (grid[0], grid[6]) and student.timesteps() == [grid[0], grid[6]]
+    tensors, _ = load_checkpoint(tmp_path / "student-2.safetensors")
+    assert len(tensors) == 2 * len(teacher.denoiser.net.state_dict())
+    first, second = student.denoiser.net.experts
+    assert any(not torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+    noise = student.init_noise(1, 100, torch.Generator().manual_seed(0))
+    audio = torch.zeros(1, 100, teacher.cfg.audio_dim)
+    assert torch.isfinite(student.sample(audio, noise)).all()  # plain load + sample runs it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from torch import Tensor
 from talkhead.audio.features import FeatureConfig, log_mel
 from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import Denoiser, DenoiserConfig, MotionTransformer
+from talkhead.motion.denoiser import Denoiser, DenoiserConfig, make_network
 from talkhead.motion.samplers import SAMPLERS
 from talkhead.motion.schedule import NoiseSchedule
 from talkhead.motion.windows import run_windows, window_starts
@@ -134,11 +134,23 @@ def _guided(denoiser: Denoiser, cond: dict[str, Tensor], guidance: float):
 def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
           schedule: NoiseSchedule = NoiseSchedule(), **kw: Any) -> MotionModel:
     """A fresh (untrained) model."""
-    return MotionModel(Denoiser(MotionTransformer(cfg), schedule), features, norm, **kw)
+    return MotionModel(Denoiser(make_network(cfg), schedule), features, norm, **kw)
 
 
 # Best first: the default is the best shipped model (see README, "Speed and parity").
 PREFERENCE = ("student-4", "student-2", "student-1", "student-consistency", "teacher")
+
+
+def with_experts(model: MotionModel, timesteps: list[int]) -> MotionModel:
+    """A copy of ``model`` with one network per timestep, each starting from the network that serves it now."""
+    cfg = replace(model.cfg, experts=tuple(timesteps))
+    out = build(cfg, model.features, model.norm, model.schedule, sampling=dict(model.sampling), meta=dict(model.meta))
+    for expert, t in zip(out.denoiser.net.experts, timesteps):
+        src = model.denoiser.net
+        if model.cfg.experts:  # already per-step: start from the copy nearest this timestep
+            src = src.experts[min(range(len(model.cfg.experts)), key=lambda i: abs(model.cfg.experts[i] - t))]
+        expert.load_state_dict(src.state_dict())
+    return out
 
 
 def shipped_models() -> list[Path]:

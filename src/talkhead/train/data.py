@@ -119,3 +119,23 @@ class WindowSampler:
         tail = x0[:, : self.tail] + self.tail_noise * torch.randn(batch, self.tail, x0.shape[-1], generator=generator)
         has_tail = torch.rand(batch, generator=generator) < self.tail_prob
         return {"x0": x0, "audio": torch.stack(auds), "ref": torch.stack(refs), "tail": tail, "has_tail": has_tail}
+
+
+def warp_audio(audio: Tensor, norm: Normalizer, features: FeatureConfig, max_warp: float,
+               generator: torch.Generator) -> Tensor:
+    """Stretch each window's mel axis by a random factor in 1 +- ``max_warp``: normalised [B,W,A] -> same.
+
+    A longer or shorter vocal tract moves every formant by about one factor; stretching the mel bins
+    so imitates voices the corpus does not have. A student that only has to match its teacher can
+    learn from them, since the teacher hears the same warped audio.
+    """
+    b, w, _ = audio.shape
+    n = features.n_mels
+    mel = (audio * norm.audio_std + norm.audio_mean).reshape(b, w, -1, n)
+    alpha = 1 + (2 * torch.rand(b, generator=generator) - 1) * max_warp
+    src = (torch.arange(n, dtype=torch.float32)[None] / alpha[:, None]).clamp(0, n - 1)  # [B, n]
+    lo = src.floor().long()
+    frac = (src - lo)[:, None, None]
+    pick = lambda idx: torch.gather(mel, -1, idx[:, None, None].expand(mel.shape))
+    out = pick(lo) * (1 - frac) + pick((lo + 1).clamp_max(n - 1)) * frac
+    return (out.reshape(b, w, -1) - norm.audio_mean) / norm.audio_std

@@ -20,8 +20,9 @@ from tqdm import tqdm
 
 from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
-from talkhead.motion.model import MotionModel, load
-from talkhead.train.data import WindowSampler, load_clips
+from talkhead.motion.denoiser import same_network
+from talkhead.motion.model import MotionModel, load, with_experts
+from talkhead.train.data import WindowSampler, load_clips, warp_audio
 from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
 from talkhead.util import clear_stale_parts
@@ -47,6 +48,11 @@ class DistillConfig:
     # progressive, one round: how often each student step is drawn (default: evenly). Lets a run
     # spend its iterations on the steps that cost the most at the end (see bench.steps.step_attribution).
     step_weights: tuple[float, ...] | None = None
+    # progressive, one round: teacher grid steps per student step, first step first (default: ``factor``
+    # each). Uneven splits put short student steps where the teacher's path bends most, e.g. 8,12,8,4.
+    segments: tuple[int, ...] | None = None
+    experts: bool = False  # progressive: the student gets one network per step (see StepExperts)
+    warp: float = 0.0  # progressive: stretch each window's mel axis by up to this share (see warp_audio)
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -65,10 +71,25 @@ def _cond(batch: dict) -> dict:
     return {k: v for k, v in batch.items() if k != "x0"}
 
 
-def _round_batch(model, sampler, grid, cfg, gen):
+def _round_batch(model, sampler, n_steps, cfg, gen):
     batch = sampler.sample(cfg.batch, gen)
     x0 = batch["x0"]
-    return batch, x0, draw_steps(len(grid), cfg, gen), torch.randn(x0.shape, generator=gen)
+    return batch, x0, draw_steps(n_steps, cfg, gen), torch.randn(x0.shape, generator=gen)
+
+
+def segment_bounds(n_grid: int, cfg: DistillConfig) -> list[int]:
+    """Where each student step starts on the teacher's ``n_grid``-step grid, plus the end: [0, ..., n_grid]."""
+    if cfg.segments is None:
+        if cfg.factor < 2:
+            raise InputError(f"a round merges at least 2 teacher steps into one (--factor {cfg.factor})")
+        if n_grid % cfg.factor:
+            raise InputError(f"a round merges {cfg.factor} steps into one; the {n_grid}-step grid is not a "
+                             f"multiple of {cfg.factor}")
+    segs = cfg.segments or (cfg.factor,) * (n_grid // cfg.factor)
+    if min(segs) < 1 or sum(segs) != n_grid or len(segs) >= n_grid:
+        raise InputError(f"--segments needs positive teacher step counts that add up to the {n_grid}-step grid "
+                         f"in fewer student steps than that (got {list(segs)})")
+    return [sum(segs[:i]) for i in range(len(segs) + 1)]
 
 
 def draw_steps(n: int, cfg: DistillConfig, gen: torch.Generator) -> torch.Tensor:
@@ -104,8 +125,8 @@ def ddim_path(model: MotionModel, x: torch.Tensor, ts: list, cond: dict) -> torc
 
 
 @torch.no_grad()
-def _teacher_steps(teacher: MotionModel, x_t: torch.Tensor, ts: list[torch.Tensor], cond: dict):
-    """The teacher's DDIM run through per-sample timesteps ts[0] -> ts[-1], as (one-step x0 target, abar at ts[0])."""
+def _teacher_steps(teacher: MotionModel, x_t: torch.Tensor, ts: list, cond: dict):
+    """The teacher's DDIM run through ts[0] -> ts[-1] (as in ``ddim_path``), as (one-step x0 target, abar at ts[0])."""
     b = x_t.shape[0]
     a_t = _abar(teacher, ts[0], b)
     return progressive_target(x_t, ddim_path(teacher, x_t, ts, cond), a_t, _abar(teacher, ts[-1], b)), a_t
@@ -117,31 +138,43 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
 
     ``factor`` 2 is progressive distillation; a larger factor reaches few steps in fewer rounds,
     so less student-on-student error compounds, at ``factor`` teacher calls per iteration.
-    ``init`` (default: the teacher) is the student's starting point.
+    ``cfg.segments`` splits the grid unevenly instead. ``init`` (default: the teacher) is the
+    student's starting point; with ``cfg.experts`` each of its steps gets its own copy of it.
     """
-    k = cfg.factor
-    if k < 2:
-        raise InputError(f"a round merges at least 2 teacher steps into one (--factor {k})")
-    if len(grid) % k:
-        raise InputError(f"a round merges {k} steps into one; the {len(grid)}-step grid is not a multiple of {k}")
-    student = copy.deepcopy(init or teacher)
+    bounds = segment_bounds(len(grid), cfg)
+    full = grid + [-1]
+    starts = torch.tensor([full[b] for b in bounds[:-1]])
+    student = with_experts(init or teacher, starts.tolist()) if cfg.experts else copy.deepcopy(init or teacher)
     student.denoiser.train()
     opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
-    full = grid + [-1]
     losses = []
-    for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(grid) // k}", disable=not progress):
-        batch, x0, idx, noise = _round_batch(teacher, sampler, grid[::k], cfg, gen)
-        ts = [torch.tensor([full[k * i + j] for i in idx]) for j in range(k + 1)]
-        x_t = teacher.schedule.add_noise(x0, noise, ts[0])
-        cond = _cond(batch)
-        target, a_t = _teacher_steps(teacher, x_t, ts, cond)
-        loss = progressive_loss(student.denoiser(x_t, ts[0], cond), target, a_t, cfg.velocity)
+    for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(bounds) - 1}", disable=not progress):
+        batch, x0, idx, noise = _round_batch(teacher, sampler, len(bounds) - 1, cfg, gen)
+        if cfg.warp:
+            batch["audio"] = warp_audio(batch["audio"], teacher.norm, teacher.features, cfg.warp, gen)
+        x_t, cond = teacher.schedule.add_noise(x0, noise, starts[idx]), _cond(batch)
+        target, a_t = _segment_targets(teacher, x_t, idx, [full[a:b + 1] for a, b in zip(bounds, bounds[1:])], cond)
+        loss = progressive_loss(student.denoiser(x_t, starts[idx], cond), target, a_t, cfg.velocity)
         optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         losses.append(loss.item())
     student.denoiser.eval()
-    student.sampling = {"sampler": "ddim", "timesteps": grid[::k]}
+    student.sampling = {"sampler": "ddim", "timesteps": starts.tolist()}
     return student, losses
+
+
+def _segment_targets(teacher: MotionModel, x_t: torch.Tensor, idx: torch.Tensor, paths: list[list[int]],
+                     cond: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-step targets for windows that each train student step ``idx``, whose teacher run is ``paths[idx]``.
+
+    Windows are grouped by step, so each teacher call covers one group: the teacher's work is the
+    windows' own segment lengths, whether the split is even or not.
+    """
+    target, a_t = torch.empty_like(x_t), torch.empty(x_t.shape[0], 1, 1)
+    for i in idx.unique().tolist():
+        m = idx == i
+        target[m], a_t[m] = _teacher_steps(teacher, x_t[m], paths[i], {k: v[m] for k, v in cond.items()})
+    return target, a_t
 
 
 def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSampler, cfg: DistillConfig,
@@ -154,7 +187,7 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
     full = grid + [-1]
     losses = []
     for it in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
-        batch, x0, idx, noise = _round_batch(teacher, sampler, grid, cfg, gen)
+        batch, x0, idx, noise = _round_batch(teacher, sampler, len(grid), cfg, gen)
         cond = _cond(batch)
         t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])
         x_t = teacher.schedule.add_noise(x0, noise, t)
@@ -197,19 +230,23 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     if cfg.method != "progressive":
         raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
     current, init = teacher, (_load_init(cfg.init, teacher) if cfg.init else None)
-    if cfg.step_weights is not None and len(grid) // cfg.factor != max(cfg.to, 1):
-        raise InputError("--step-weights weighs the steps of one round's student: "
-                         f"give --to {len(grid) // cfg.factor} (= --start-steps / --factor)")
-    _step_weights(len(grid) // cfg.factor, cfg)
+    if not 0 <= cfg.warp < 0.5:
+        raise InputError(f"--warp is a share of the mel axis, at least 0 and below 0.5 (got {cfg.warp})")
+    n_first = len(segment_bounds(len(grid), cfg)) - 1
+    one_round = [flag for flag, v in (("--step-weights", cfg.step_weights), ("--segments", cfg.segments)) if v]
+    if one_round and n_first != max(cfg.to, 1):
+        raise InputError(f"{' and '.join(one_round)} describe the steps of one round's student: give --to {n_first}")
+    _step_weights(n_first, cfg)
     while len(grid) > cfg.to:
-        path = out / f"student-{len(grid) // cfg.factor}.safetensors"
+        n_steps = len(segment_bounds(len(grid), cfg)) - 1
+        path = out / f"student-{n_steps}.safetensors"
         if path.exists():  # finished by an earlier run: resume after it
             current = load(path)
         else:
             t0 = time.time()
             current, losses = progressive_round(current, grid, sampler, cfg, progress, init)
             _finish(current, path, cfg, teacher_name, grid, losses, t0, log, {"data": str(data)})
-        grid, init = grid[::cfg.factor], None
+        grid, init = current.timesteps(), None
         written.append(path)
     return written
 
@@ -240,7 +277,7 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
 def _load_init(name: str, teacher: MotionModel) -> MotionModel:
     """The student to start from; it must share the teacher's network and normalisation to learn its outputs."""
     init = load(name)
-    if init.cfg != teacher.cfg or init.norm.to_meta() != teacher.norm.to_meta():
+    if not same_network(init.cfg, teacher.cfg) or init.norm.to_meta() != teacher.norm.to_meta():
         raise InputError(f"--init {name} has another network or normalisation than the teacher; "
                          "start from a student of this teacher")
     return init
