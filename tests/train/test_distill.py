@@ -108,6 +108,12 @@ def test_uneven_segments_give_the_student_its_own_timesteps(tiny_teacher, tiny_c
     student, grid = load(tmp_path / "student-4.safetensors"), load(tiny_teacher).schedule.timesteps(8)
     assert student.timesteps() == [grid[0], grid[4], grid[6], grid[7]]
     assert student.meta["distill"]["config"]["segments"] == [4, 2, 1, 1]
+    # As a teacher, the uneven student is run on its own grid, not on a fresh even one.
+    assert main(["distill", "--teacher", str(tmp_path / "student-4.safetensors"), "--data", str(tiny_corpus),
+                 "--out", str(tmp_path / "next"), "--start-steps", "4", "--to", "2", "--iters", "2", "--batch", "4",
+                 "--quiet"]) == 0
+    nxt = load(tmp_path / "next" / "student-2.safetensors")
+    assert nxt.meta["distill"]["from_grid"] == student.timesteps() and nxt.timesteps() == [grid[0], grid[6]]
 
 
 def test_grouped_segment_targets_match_each_windows_own_teacher_run(tiny_teacher, tiny_corpus):

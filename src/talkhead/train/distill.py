@@ -218,6 +218,9 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         return [_trajectory(teacher, teacher_name, data, out, cfg, progress)]
     sampler = _sampler(teacher, data, "train")
     grid = teacher.schedule.timesteps(cfg.start_steps, "trailing")
+    own = teacher.sampling.get("timesteps")
+    if own and len(own) == cfg.start_steps:  # a student as teacher: its own (maybe uneven) grid
+        grid = list(own)
     written: list[Path] = []
     log = out / "distill.jsonl"
     if cfg.method == "consistency":
