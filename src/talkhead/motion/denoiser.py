@@ -113,8 +113,12 @@ class StepExperts(nn.Module):
         self.experts = nn.ModuleList(MotionTransformer(replace(cfg, experts=())) for _ in cfg.experts)
         self.register_buffer("centres", torch.tensor(cfg.experts, dtype=torch.float32), persistent=False)
 
+    def nearest(self, t: Tensor) -> Tensor:
+        """Which copy serves each timestep: [B] -> [B] indices."""
+        return (t.float()[:, None] - self.centres[None]).abs().argmin(1)
+
     def forward(self, x: Tensor, t: Tensor, *cond: Tensor | None) -> Tensor:
-        which = (t.float()[:, None] - self.centres[None]).abs().argmin(1)
+        which = self.nearest(t)
         if (which == which[0]).all():  # sampling: the whole batch is at one step
             return self.experts[int(which[0])](x, t, *cond)
         out = torch.empty_like(x)

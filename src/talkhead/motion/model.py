@@ -145,10 +145,10 @@ def with_experts(model: MotionModel, timesteps: list[int]) -> MotionModel:
     """A copy of ``model`` with one network per timestep, each starting from the network that serves it now."""
     cfg = replace(model.cfg, experts=tuple(timesteps))
     out = build(cfg, model.features, model.norm, model.schedule, sampling=dict(model.sampling), meta=dict(model.meta))
-    for expert, t in zip(out.denoiser.net.experts, timesteps):
-        src = model.denoiser.net
-        if model.cfg.experts:  # already per-step: start from the copy nearest this timestep
-            src = src.experts[min(range(len(model.cfg.experts)), key=lambda i: abs(model.cfg.experts[i] - t))]
+    net = model.denoiser.net
+    # Already per-step: each new copy starts from the old copy that serves its timestep.
+    sources = [net.experts[i] for i in net.nearest(torch.tensor(timesteps))] if model.cfg.experts else [net] * len(timesteps)
+    for expert, src in zip(out.denoiser.net.experts, sources):
         expert.load_state_dict(src.state_dict())
     return out
 

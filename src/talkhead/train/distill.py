@@ -71,7 +71,7 @@ def _cond(batch: dict) -> dict:
     return {k: v for k, v in batch.items() if k != "x0"}
 
 
-def _round_batch(model, sampler, n_steps, cfg, gen):
+def _round_batch(sampler, n_steps, cfg, gen):
     batch = sampler.sample(cfg.batch, gen)
     x0 = batch["x0"]
     return batch, x0, draw_steps(n_steps, cfg, gen), torch.randn(x0.shape, generator=gen)
@@ -150,7 +150,7 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
     losses = []
     for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(bounds) - 1}", disable=not progress):
-        batch, x0, idx, noise = _round_batch(teacher, sampler, len(bounds) - 1, cfg, gen)
+        batch, x0, idx, noise = _round_batch(sampler, len(bounds) - 1, cfg, gen)
         if cfg.warp:
             batch["audio"] = warp_audio(batch["audio"], teacher.norm, teacher.features, cfg.warp, gen)
         x_t, cond = teacher.schedule.add_noise(x0, noise, starts[idx]), _cond(batch)
@@ -187,7 +187,7 @@ def consistency_distill(teacher: MotionModel, grid: list[int], sampler: WindowSa
     full = grid + [-1]
     losses = []
     for it in tqdm(range(cfg.iters), desc="consistency", disable=not progress):
-        batch, x0, idx, noise = _round_batch(teacher, sampler, len(grid), cfg, gen)
+        batch, x0, idx, noise = _round_batch(sampler, len(grid), cfg, gen)
         cond = _cond(batch)
         t, s = torch.tensor([full[i] for i in idx]), torch.tensor([full[i + 1] for i in idx])
         x_t = teacher.schedule.add_noise(x0, noise, t)
