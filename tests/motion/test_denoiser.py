@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import torch
 
-from talkhead.motion.denoiser import (AudioEncoder, DenoiserConfig, MotionTransformer, StepExperts, make_network,
+from talkhead.motion.denoiser import (AudioEncoder, DenoiserConfig, MotionTransformer, StepExperts, compile_network, make_network,
                                       same_network)
 
 
@@ -59,3 +59,28 @@ def test_step_experts_route_each_window_to_the_copy_nearest_its_timestep():
             own = net.experts[i](x[j:j + 1], t[j:j + 1], *(c[j:j + 1] for c in cond))
             torch.testing.assert_close(mixed[j:j + 1], own)
         assert not torch.allclose(net.experts[0](x, t, *cond), net.experts[1](x, t, *cond))
+
+
+def test_compiled_experts_give_one_whole_graph_per_copy_and_the_same_output():
+    torch.manual_seed(0)
+    cfg = DenoiserConfig(width=32, depth=1, heads=2, ff_mult=2, experts=(999, 124))
+    net = make_network(cfg).eval()
+    for e in net.experts:
+        torch.nn.init.normal_(e.out.weight, std=0.1)
+    graphs = []
+
+    def counting_backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x, _, *cond = _inputs(cfg, [0, 0])
+    torch._dynamo.reset()
+    with torch.no_grad():
+        eager = [net(x, torch.tensor([t, t]), *cond) for t in (999, 124)]
+        compiled = compile_network(net, backend=counting_backend)
+        assert compiled is net and all(isinstance(e, torch._dynamo.eval_frame.OptimizedModule) for e in net.experts)
+        torch.testing.assert_close(compiled(x, torch.tensor([999, 999]), *cond), eager[0])
+        assert len(graphs) == 1  # a graph break inside the copy, or the routing traced, would make more
+        torch.testing.assert_close(compiled(x, torch.tensor([124, 124]), *cond), eager[1])
+    assert len(graphs) <= 2  # the second copy may reuse the first's graph (same code, weights as inputs)
+    torch._dynamo.reset()

@@ -22,6 +22,7 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.bench.metrics import cosine, jitter, lipsync_r
+from talkhead.motion.denoiser import compile_network
 from talkhead.motion.model import MotionModel, load
 from talkhead.util import atomic_write
 
@@ -98,7 +99,7 @@ class _Runner:
             m.denoiser.to(self.cfg.device)
             if self.cfg.device == "cuda":
                 # CUDA graphs: a clip is ~3-150 tiny forwards, which kernel launches would dominate.
-                m.denoiser.net = torch.compile(m.denoiser.net, mode="reduce-overhead")
+                m.denoiser.net = compile_network(m.denoiser.net, mode="reduce-overhead")
             self.cache[name] = m
         return self.cache[name]
 
