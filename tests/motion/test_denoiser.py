@@ -4,8 +4,8 @@ from dataclasses import replace
 
 import torch
 
-from talkhead.motion.denoiser import (AudioEncoder, DenoiserConfig, MotionTransformer, StepExperts, compile_network, make_network,
-                                      same_network)
+from talkhead.motion.denoiser import (AudioEncoder, DenoiserConfig, MotionTransformer, StepExperts, compile_network,
+                                      make_network, same_network)
 
 
 def test_audio_encoder_sees_exactly_its_receptive_field():
