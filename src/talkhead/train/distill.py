@@ -144,6 +144,7 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     bounds = segment_bounds(len(grid), cfg)
     full = grid + [-1]
     starts = torch.tensor([full[b] for b in bounds[:-1]])
+    paths = [full[a:b + 1] for a, b in zip(bounds, bounds[1:])]  # each student step's teacher run
     student = with_experts(init or teacher, starts.tolist()) if cfg.experts else copy.deepcopy(init or teacher)
     student.denoiser.train()
     opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
@@ -154,7 +155,7 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
         if cfg.warp:
             batch["audio"] = warp_audio(batch["audio"], teacher.norm, teacher.features, cfg.warp, gen)
         x_t, cond = teacher.schedule.add_noise(x0, noise, starts[idx]), _cond(batch)
-        target, a_t = _segment_targets(teacher, x_t, idx, [full[a:b + 1] for a, b in zip(bounds, bounds[1:])], cond)
+        target, a_t = _segment_targets(teacher, x_t, idx, paths, cond)
         loss = progressive_loss(student.denoiser(x_t, starts[idx], cond), target, a_t, cfg.velocity)
         optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
         losses.append(loss.item())
