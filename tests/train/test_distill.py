@@ -7,7 +7,7 @@ import torch
 
 from talkhead.checkpoint import load_checkpoint
 from talkhead.cli import main
-from talkhead.motion.model import load, with_experts
+from talkhead.motion.model import load, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.motion.samplers import sample_ddim
 from talkhead.train.distill import (DistillConfig, _segment_targets, _teacher_steps, consistency_distill, distill,
@@ -64,8 +64,8 @@ def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corp
             "--init", str(first), "--quiet"]
     assert main([*args[:-1], "--factor", "3"]) == 2  # 8 steps do not split into threes: refused before training
     assert "multiple of 3" in capsys.readouterr().err
-    assert main([*args[:-3], "--init", "student-1", "--quiet"]) == 2  # the shipped student has another network
-    assert "another network" in capsys.readouterr().err
+    assert main([*args[:-3], "--init", "student-1", "--quiet"]) == 2  # the shipped student was normalised on another corpus
+    assert "another normalisation" in capsys.readouterr().err
     assert main(args) == 0
     assert sorted(p.name for p in (tmp_path / "b").glob("*.safetensors")) == ["student-2.safetensors"]
     student, grid = load(tmp_path / "b" / "student-2.safetensors"), load(tiny_teacher).schedule.timesteps(8)
@@ -152,3 +152,26 @@ def test_expert_student_starts_as_its_init_and_keeps_one_network_per_step(tiny_t
     noise = student.init_noise(1, 100, torch.Generator().manual_seed(0))
     audio = torch.zeros(1, 100, teacher.cfg.audio_dim)
     assert torch.isfinite(student.sample(audio, noise)).all()  # plain load + sample runs it
+
+
+def test_deeper_student_starts_as_its_init_and_learns(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    teacher = load(tiny_teacher)
+    deep = with_depth(teacher, teacher.cfg.depth + 2)
+    assert len(deep.denoiser.net.blocks.layers) == teacher.cfg.depth + 2
+    batch = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm).sample(4, torch.Generator().manual_seed(0))
+    cond, t = {k: v for k, v in batch.items() if k != "x0"}, torch.tensor([999, 600, 200, 10])
+    with torch.no_grad():  # the added layers start as the identity
+        torch.testing.assert_close(deep.denoiser(batch["x0"], t, cond), teacher.denoiser(batch["x0"], t, cond))
+    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+            "--start-steps", "8", "--to", "4", "--depth", "3", "--iters", "40", "--batch", "16", "--lr", "1e-3",
+            "--quiet"]
+    assert main(args) == 0
+    student = load(tmp_path / "student-4.safetensors")
+    assert student.cfg.depth == 3 and student.meta["distill"]["config"]["depth"] == 3
+    assert student.meta["distill"]["loss_last"] < student.meta["distill"]["loss_first"]
+    added = student.denoiser.net.blocks.layers[2].linear2.weight
+    assert added.abs().max() > 0  # the identity layers trained
+    shallow = [*args[:6], str(tmp_path / "c"), "--init", str(tmp_path / "student-4.safetensors"),
+               "--start-steps", "4", "--to", "2", "--depth", "2", "--quiet"]
+    assert main(shallow) == 2  # a student only grows
+    assert "can only grow" in capsys.readouterr().err

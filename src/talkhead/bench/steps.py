@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import same_network
+from talkhead.motion.denoiser import same_interface
 from talkhead.motion.model import MotionModel, load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.train.distill import ddim_path
@@ -65,8 +65,8 @@ def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsC
     """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``out/pairs``."""
     out = Path(out)
     teacher, student = load(cfg.teacher), load(cfg.student)
-    if not same_network(student.cfg, teacher.cfg) or student.norm.to_meta() != teacher.norm.to_meta():
-        raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (another network or normalisation)")
+    if not same_interface(student.cfg, teacher.cfg) or student.norm.to_meta() != teacher.norm.to_meta():
+        raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (other inputs or another normalisation)")
     clips = load_clips(data, "heldout", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
     pairs = teacher_pairs(teacher, sampler, out / "pairs", PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows),

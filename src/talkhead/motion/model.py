@@ -153,6 +153,26 @@ def with_experts(model: MotionModel, timesteps: list[int]) -> MotionModel:
     return out
 
 
+def with_depth(model: MotionModel, depth: int) -> MotionModel:
+    """A copy of ``model`` with ``depth`` transformer layers, the extra ones appended as the identity.
+
+    Each extra layer's residual outputs (attention projection, second feed-forward layer) start at
+    zero, so the copy computes exactly what ``model`` does and training adds capacity from there.
+    """
+    if depth < model.cfg.depth:
+        raise InputError(f"--depth {depth} is below the starting weights' {model.cfg.depth} layers; "
+                         "a student can only grow")
+    out = build(replace(model.cfg, depth=depth), model.features, model.norm, model.schedule,
+                sampling=dict(model.sampling), meta=dict(model.meta))
+    net = out.denoiser.net
+    missing = set(net.load_state_dict(model.denoiser.net.state_dict(), strict=False).missing_keys)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            if name in missing and (".self_attn.out_proj." in name or ".linear2." in name):
+                p.zero_()
+    return out
+
+
 def shipped_models() -> list[Path]:
     """Checkpoints that ship inside the package."""
     return sorted(MODELS_DIR.glob("*.safetensors"))

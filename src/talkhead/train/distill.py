@@ -20,8 +20,8 @@ from tqdm import tqdm
 
 from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
-from talkhead.motion.denoiser import same_network
-from talkhead.motion.model import MotionModel, load, with_experts
+from talkhead.motion.denoiser import same_interface
+from talkhead.motion.model import MotionModel, load, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips, warp_audio
 from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
@@ -53,6 +53,7 @@ class DistillConfig:
     segments: tuple[int, ...] | None = None
     experts: bool = False  # progressive: the student gets one network per step (see StepExperts)
     warp: float = 0.0  # progressive: stretch each window's mel axis by up to this share (see warp_audio)
+    depth: int = 0  # progressive: the student's transformer layers (0: as its starting weights; see with_depth)
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -139,13 +140,15 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     ``factor`` 2 is progressive distillation; a larger factor reaches few steps in fewer rounds,
     so less student-on-student error compounds, at ``factor`` teacher calls per iteration.
     ``cfg.segments`` splits the grid unevenly instead. ``init`` (default: the teacher) is the
-    student's starting point; with ``cfg.experts`` each of its steps gets its own copy of it.
+    student's starting point, grown to ``cfg.depth`` layers if given; with ``cfg.experts`` each of its
+    steps gets its own copy of it.
     """
     bounds = segment_bounds(len(grid), cfg)
     full = grid + [-1]
     starts = torch.tensor([full[b] for b in bounds[:-1]])
     paths = [full[a:b + 1] for a, b in zip(bounds, bounds[1:])]  # each student step's teacher run
-    student = with_experts(init or teacher, starts.tolist()) if cfg.experts else copy.deepcopy(init or teacher)
+    base = with_depth(init or teacher, cfg.depth) if cfg.depth else copy.deepcopy(init or teacher)
+    student = with_experts(base, starts.tolist()) if cfg.experts else base
     student.denoiser.train()
     opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
@@ -279,10 +282,10 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
 
 
 def _load_init(name: str, teacher: MotionModel) -> MotionModel:
-    """The student to start from; it must share the teacher's network and normalisation to learn its outputs."""
+    """The student to start from; it must share the teacher's inputs, outputs and normalisation to learn its outputs."""
     init = load(name)
-    if not same_network(init.cfg, teacher.cfg) or init.norm.to_meta() != teacher.norm.to_meta():
-        raise InputError(f"--init {name} has another network or normalisation than the teacher; "
+    if not same_interface(init.cfg, teacher.cfg) or init.norm.to_meta() != teacher.norm.to_meta():
+        raise InputError(f"--init {name} takes other inputs or another normalisation than the teacher; "
                          "start from a student of this teacher")
     return init
 
