@@ -20,7 +20,10 @@ def _device(name: str) -> str:
 def _cmd_bench_motion(args: argparse.Namespace) -> None:
     from talkhead.bench.motion import BenchConfig, run_motion_bench
 
-    cfg = BenchConfig(teacher=args.teacher, repeats=args.repeats, lipsync_clips=args.clips, device=_device(args.device))
+    if args.seeds < 1:
+        raise InputError(f"--seeds needs at least 1 noise seed (got {args.seeds})")
+    cfg = BenchConfig(teacher=args.teacher, repeats=args.repeats, lipsync_clips=args.clips, device=_device(args.device),
+                      seeds=args.seeds)
     models_dir = Path(args.models_dir) if args.models_dir else None
     run_motion_bench(args.data, args.out, cfg, models_dir=models_dir)
     print(f"wrote {Path(args.out) / 'bench.json'} and {Path(args.out) / 'pareto.png'}")
@@ -65,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--repeats", type=int, default=10)
     m.add_argument("--clips", type=int, default=24, help="held-out clips for lip sync")
     m.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    m.add_argument("--seeds", type=int, default=16,
+                   help="noise seeds for the per-seed cosines written beside the table (the table uses the first)")
     m.set_defaults(func=_cmd_bench_motion)
     s = bsub.add_parser("steps", help="which step of a few-step student adds the most error to the teacher's")
     s.add_argument("--student", default="student-4")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from talkhead.cli import main
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
 from talkhead.train.distill import DistillConfig, distill
 
@@ -14,7 +15,7 @@ def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
             progress=False)
     out = tmp_path / "bench"
     cfg = BenchConfig(teacher=str(tiny_teacher), students=("student-4", "student-2", "student-1"),
-                      repeats=2, lipsync_clips=2)
+                      repeats=2, lipsync_clips=2, seeds=3)
     result = run_motion_bench(tiny_corpus, out, cfg, models_dir=students, progress=False)
     data = json.loads((out / "bench.json").read_text())
     assert data == json.loads(json.dumps(result))
@@ -29,3 +30,15 @@ def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
     assert first["cosine_to_teacher50"] == 1.0 and first["mse_to_teacher50"] == 0.0 and first["speedup_vs_teacher50"] == 1.0
     assert rows[5]["ms_per_clip"] < rows[0]["ms_per_clip"]
     assert (out / "pareto.png").stat().st_size > 10_000
+    seeds = data["seeds"]  # the same rows on 3 noise seeds; the first is the table's
+    assert seeds["seeds"] == [0, 1, 2] and [(r["sampler"], r["steps"]) for r in seeds["rows"]] == labels
+    assert seeds["rows"][0]["cosines"] == [1.0, 1.0, 1.0]
+    for row, spread in zip(rows, seeds["rows"]):
+        assert spread["cosines"][0] == row["cosine_to_teacher50"] and len(spread["cosines"]) == 3
+        assert spread["cosine_min"] <= spread["cosine_median"] <= max(spread["cosines"])
+    assert len(set(seeds["rows"][5]["cosines"])) == 3  # each seed is its own noise draw
+
+
+def test_bench_refuses_zero_seeds(capsys):
+    assert main(["bench", "motion", "--out", "unused", "--seeds", "0"]) == 2
+    assert "--seeds needs at least 1" in capsys.readouterr().err
