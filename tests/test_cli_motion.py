@@ -61,3 +61,27 @@ def test_eval_reports_every_metric(tiny_teacher, tiny_corpus, tmp_path, capsys):
                 "diversity_lips", "diversity_head", "diversity_blink", "seam_ratio"):
         assert key in r
     assert -1 <= r["lipsync_r"] <= 1 and r["clips"] == 2
+
+
+def test_export_of_several_runs_ships_the_mean_of_their_weights(tiny_teacher, tiny_corpus, tmp_path, capsys):
+    import torch
+
+    from talkhead.motion.model import load
+    from talkhead.train.distill import DistillConfig, distill
+
+    runs = [distill(str(tiny_teacher), tiny_corpus, tmp_path / f"run{seed}",
+                    DistillConfig(start_steps=4, to=2, iters=3, batch=4, lr=1e-2, seed=seed), progress=False)[0]
+            for seed in (0, 1)]
+    out = tmp_path / "shipped"
+    out.mkdir()
+    assert main(["models", "--export", *map(str, runs), "--name", "student-2", "--dir", str(out)]) == 0
+    assert "mean of 2 checkpoints" in capsys.readouterr().out
+    soup, (a, b) = load(out / "student-2.safetensors"), [load(r) for r in runs]
+    assert soup.meta["averaged"] == list(map(str, runs)) and soup.timesteps() == a.timesteps()
+    for k, v in soup.denoiser.net.state_dict().items():
+        mean = (a.denoiser.net.state_dict()[k] + b.denoiser.net.state_dict()[k]) / 2
+        torch.testing.assert_close(v, mean, atol=2e-3, rtol=2e-3)  # stored in fp16
+    assert not torch.equal(a.denoiser.net.out.weight, b.denoiser.net.out.weight)  # two different runs
+    bad = ["models", "--export", str(runs[0]), str(tiny_teacher), "--name", "x", "--dir", str(out)]
+    assert main(bad) == 2 and "same network, step grid" in capsys.readouterr().err
+    assert not (out / "x.safetensors").exists()

@@ -30,7 +30,7 @@ def _cmd_motion(args: argparse.Namespace) -> None:
 
 def _cmd_models(args: argparse.Namespace) -> None:
     from talkhead.checkpoint import load_checkpoint
-    from talkhead.motion.model import MODELS_DIR, default_model_name, load, shipped_models
+    from talkhead.motion.model import MODELS_DIR, average_weights, default_model_name, load, shipped_models
 
     if args.export:
         import torch
@@ -38,8 +38,11 @@ def _cmd_models(args: argparse.Namespace) -> None:
         if not args.name:
             raise InputError("--export needs --name NAME (e.g. teacher, student-1)")
         target = Path(args.dir) if args.dir else MODELS_DIR
-        load(args.export).save(target / f"{args.name}.safetensors", {"name": args.name}, dtype=torch.float16)
-        print(f"wrote {target / (args.name + '.safetensors')} (fp16)")
+        model = average_weights([load(p) for p in args.export])
+        extra = {"name": args.name, **({"averaged": list(args.export)} if len(args.export) > 1 else {})}
+        model.save(target / f"{args.name}.safetensors", extra, dtype=torch.float16)
+        kind = f"the mean of {len(args.export)} checkpoints' weights, " if len(args.export) > 1 else ""
+        print(f"wrote {target / (args.name + '.safetensors')} ({kind}fp16)")
         return
     paths = shipped_models()
     if not paths:
@@ -90,7 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_cmd_motion)
 
     ls = sub.add_parser("models", help="list the shipped motion models (or --export one)")
-    ls.add_argument("--export", metavar="CKPT", help="store this checkpoint as a shipped model (fp16)")
+    ls.add_argument("--export", metavar="CKPT", nargs="+",
+                    help="store this checkpoint as a shipped model (fp16); several: the mean of their weights")
     ls.add_argument("--name", help="name to ship it under, with --export")
     ls.add_argument("--dir", help="with --export: write here instead of the package's models/ folder")
     ls.set_defaults(func=_cmd_models)

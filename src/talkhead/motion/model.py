@@ -173,6 +173,24 @@ def with_depth(model: MotionModel, depth: int) -> MotionModel:
     return out
 
 
+def average_weights(models: list[MotionModel]) -> MotionModel:
+    """The mean of several runs' weights, a "model soup" (Wortsman et al. 2022); metadata from the first.
+
+    Runs that start from one checkpoint stay in one basin, so their mean is a model too, often a
+    little closer to the teacher than either run. They must share network, step grid and normalisation.
+    """
+    first = models[0]
+    for m in models[1:]:
+        if m.cfg != first.cfg or m.timesteps() != first.timesteps() or m.norm.to_meta() != first.norm.to_meta():
+            raise InputError("only checkpoints with the same network, step grid and normalisation can be averaged")
+    out = build(first.cfg, first.features, first.norm, first.schedule, sampling=dict(first.sampling),
+                meta=dict(first.meta))
+    states = [m.denoiser.net.state_dict() for m in models]
+    out.denoiser.net.load_state_dict({k: torch.stack([s[k].float() for s in states]).mean(0) for k in states[0]})
+    out.denoiser.eval()
+    return out
+
+
 def shipped_models() -> list[Path]:
     """Checkpoints that ship inside the package."""
     return sorted(MODELS_DIR.glob("*.safetensors"))
@@ -206,7 +224,7 @@ def load(name_or_path: str | Path) -> MotionModel:
     cfg = dataclass_from(DenoiserConfig, meta["denoiser"])
     model = build(cfg, dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
                   dataclass_from(NoiseSchedule, meta["schedule"]), sampling=meta.get("sampling", {}),
-                  meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill")})
+                  meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill", "averaged")})
     model.denoiser.net.load_state_dict(tensors)
     model.denoiser.eval()
     return model
