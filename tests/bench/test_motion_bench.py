@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from talkhead.cli import main
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
+from talkhead.cli import main
 from talkhead.train.distill import DistillConfig, distill
 
 

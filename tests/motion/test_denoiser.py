@@ -49,8 +49,8 @@ def test_step_experts_route_each_window_to_the_copy_nearest_its_timestep():
     torch.manual_seed(0)
     cfg = DenoiserConfig(width=32, depth=1, heads=2, ff_mult=2, experts=(999, 499, 124))
     net = make_network(cfg).eval()
-    assert isinstance(net, StepExperts) and len(net.experts) == 3 and same_interface(cfg, replace(cfg, experts=(), depth=3))
-    assert not same_interface(cfg, replace(cfg, window=40))
+    assert isinstance(net, StepExperts) and len(net.experts) == 3
+    assert same_interface(cfg, replace(cfg, experts=(), depth=3)) and not same_interface(cfg, replace(cfg, window=40))
     for e in net.experts:  # zero-initialised outputs would make every copy agree; give each its own
         torch.nn.init.normal_(e.out.weight, std=0.1)
     x, t, *cond = _inputs(cfg, [990, 600, 130, 0])  # nearest: 999, 499, 124, 124
