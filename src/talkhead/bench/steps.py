@@ -15,8 +15,7 @@ from pathlib import Path
 import torch
 
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import same_interface
-from talkhead.motion.model import MotionModel, load
+from talkhead.motion.model import MotionModel, learns_from, load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.train.distill import ddim_path
 from talkhead.train.trajectory import COND_KEYS, PairsConfig, teacher_pairs
@@ -65,7 +64,7 @@ def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsC
     """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``out/pairs``."""
     out = Path(out)
     teacher, student = load(cfg.teacher), load(cfg.student)
-    if not same_interface(student.cfg, teacher.cfg) or student.norm.to_meta() != teacher.norm.to_meta():
+    if not learns_from(student, teacher):
         raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (other inputs or another normalisation)")
     clips = load_clips(data, "heldout", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)

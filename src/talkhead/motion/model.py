@@ -13,7 +13,7 @@ from torch import Tensor
 from talkhead.audio.features import FeatureConfig, log_mel
 from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import Denoiser, DenoiserConfig, make_network
+from talkhead.motion.denoiser import Denoiser, DenoiserConfig, make_network, same_interface
 from talkhead.motion.samplers import SAMPLERS
 from talkhead.motion.schedule import NoiseSchedule
 from talkhead.motion.windows import run_windows, window_starts
@@ -141,13 +141,26 @@ def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
 PREFERENCE = ("student-4", "student-2", "student-1", "student-consistency", "teacher")
 
 
+def _rebuilt(model: MotionModel, cfg: DenoiserConfig) -> MotionModel:
+    """A fresh network for ``cfg``; features, normalisation, schedule, grid and metadata from ``model``."""
+    return build(cfg, model.features, model.norm, model.schedule, sampling=dict(model.sampling), meta=dict(model.meta))
+
+
+def learns_from(student: MotionModel, teacher: MotionModel) -> bool:
+    """Whether ``student`` can learn ``teacher``'s outputs: the same inputs, outputs and normalisation."""
+    return same_interface(student.cfg, teacher.cfg) and student.norm.to_meta() == teacher.norm.to_meta()
+
+
 def with_experts(model: MotionModel, timesteps: list[int]) -> MotionModel:
     """A copy of ``model`` with one network per timestep, each starting from the network that serves it now."""
     cfg = replace(model.cfg, experts=tuple(timesteps))
-    out = build(cfg, model.features, model.norm, model.schedule, sampling=dict(model.sampling), meta=dict(model.meta))
+    out = _rebuilt(model, cfg)
     net = model.denoiser.net
     # Already per-step: each new copy starts from the old copy that serves its timestep.
-    sources = [net.experts[i] for i in net.nearest(torch.tensor(timesteps))] if model.cfg.experts else [net] * len(timesteps)
+    if model.cfg.experts:
+        sources = [net.experts[i] for i in net.nearest(torch.tensor(timesteps))]
+    else:
+        sources = [net] * len(timesteps)
     for expert, src in zip(out.denoiser.net.experts, sources):
         expert.load_state_dict(src.state_dict())
     return out
@@ -162,8 +175,7 @@ def with_depth(model: MotionModel, depth: int) -> MotionModel:
     if depth < model.cfg.depth:
         raise InputError(f"--depth {depth} is below the starting weights' {model.cfg.depth} layers; "
                          "a student can only grow")
-    out = build(replace(model.cfg, depth=depth), model.features, model.norm, model.schedule,
-                sampling=dict(model.sampling), meta=dict(model.meta))
+    out = _rebuilt(model, replace(model.cfg, depth=depth))
     net = out.denoiser.net
     missing = set(net.load_state_dict(model.denoiser.net.state_dict(), strict=False).missing_keys)
     with torch.no_grad():
@@ -183,8 +195,7 @@ def average_weights(models: list[MotionModel]) -> MotionModel:
     for m in models[1:]:
         if m.cfg != first.cfg or m.timesteps() != first.timesteps() or m.norm.to_meta() != first.norm.to_meta():
             raise InputError("only checkpoints with the same network, step grid and normalisation can be averaged")
-    out = build(first.cfg, first.features, first.norm, first.schedule, sampling=dict(first.sampling),
-                meta=dict(first.meta))
+    out = _rebuilt(first, first.cfg)
     states = [m.denoiser.net.state_dict() for m in models]
     out.denoiser.net.load_state_dict({k: torch.stack([s[k].float() for s in states]).mean(0) for k in states[0]})
     out.denoiser.eval()

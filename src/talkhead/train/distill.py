@@ -20,8 +20,7 @@ from tqdm import tqdm
 
 from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
-from talkhead.motion.denoiser import same_interface
-from talkhead.motion.model import MotionModel, load, with_depth, with_experts
+from talkhead.motion.model import MotionModel, learns_from, load, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips, warp_audio
 from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
@@ -284,7 +283,7 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
 def _load_init(name: str, teacher: MotionModel) -> MotionModel:
     """The student to start from; it must share the teacher's inputs, outputs and normalisation to learn its outputs."""
     init = load(name)
-    if not same_interface(init.cfg, teacher.cfg) or init.norm.to_meta() != teacher.norm.to_meta():
+    if not learns_from(init, teacher):
         raise InputError(f"--init {name} takes other inputs or another normalisation than the teacher; "
                          "start from a student of this teacher")
     return init
