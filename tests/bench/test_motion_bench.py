@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
 from talkhead.cli import main
 from talkhead.train.distill import DistillConfig, distill
@@ -37,6 +39,10 @@ def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
         assert spread["cosines"][0] == row["cosine_to_teacher50"] and len(spread["cosines"]) == 3
         assert spread["cosine_min"] <= spread["cosine_median"] <= max(spread["cosines"])
     assert len(set(seeds["rows"][5]["cosines"])) == 3  # each seed is its own noise draw
+    assert set(seeds["rows"][0]["error_share"].values()) == {0.0}
+    for spread in seeds["rows"][1:]:
+        assert list(spread["error_share"]) == ["mouth", "eyes", "brows", "head"]
+        assert sum(spread["error_share"].values()) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_bench_refuses_zero_seeds(capsys):

@@ -49,6 +49,18 @@ def test_slices_and_groups() -> None:
     assert all(n.startswith(("mouth", "jaw")) for n in MOUTH)
 
 
+def test_channel_groups_partition_the_vector() -> None:
+    groups = SPEC.groups()
+    assert list(groups) == ["mouth", "eyes", "brows", "head"]
+    assert sorted(i for idx in groups.values() for i in idx) == list(range(58))
+    assert set(SPEC.mouth) <= set(groups["mouth"]) and SPEC["tongueOut"] in groups["mouth"]
+    assert SPEC.indices(["eyeBlinkLeft", "eyeWideRight"]) == [groups["eyes"][0], groups["eyes"][-1]]
+    assert SPEC["browInnerUp"] in groups["brows"] and SPEC["cheekSquintLeft"] in groups["brows"]
+    assert groups["head"] == list(range(52, 58))
+    with pytest.raises(ValueError, match="'earWiggle' is in no channel group"):
+        MotionSpec(("jawOpen", "earWiggle")).groups()
+
+
 def test_duplicate_names_are_rejected() -> None:
     with pytest.raises(ValueError):
         MotionSpec(("jawOpen", "mouthClose", "jawOpen"))

@@ -48,6 +48,13 @@ def head_stats(motion: np.ndarray) -> dict[str, float]:
     return {"head_std": float(rot.std(0).mean()), "head_velocity": float(speed)}
 
 
+def error_shares(gen: list[np.ndarray], ref: list[np.ndarray]) -> dict[str, float]:
+    """Share of the total squared error [T, 58] that falls in each channel group of ``SPEC.groups()``."""
+    sq = np.concatenate([(np.asarray(g, np.float64) - r) ** 2 for g, r in zip(gen, ref)])
+    total = float(sq.sum())
+    return {g: float(sq[:, idx].sum() / total) if total > 0 else 0.0 for g, idx in SPEC.groups().items()}
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity of two flattened arrays."""
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()

@@ -8,7 +8,8 @@ speed-ups are ratios measured in this same run. Lip sync is scored on the corpus
 
 One noise draw decides where the clip's blinks fall, and a blink placed a few frames from the
 teacher's moves the cosine more than all the mouth channels do; so beside the table (seed 0, the
-protocol) the JSON also gives each row's cosine on ``seeds`` consecutive noise seeds.
+protocol) the JSON also gives each row's cosine on ``seeds`` consecutive noise seeds, and how its
+squared error over them splits between the mouth, eyes, brows and head.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from talkhead.audio.tts import synthesize
-from talkhead.bench.metrics import cosine, jitter, lipsync_r
+from talkhead.bench.metrics import cosine, error_shares, jitter, lipsync_r
 from talkhead.motion.denoiser import compile_network
 from talkhead.motion.model import MotionModel, load
 from talkhead.util import atomic_write
@@ -147,7 +148,7 @@ def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = Bench
         outs = [m.normalize(runner.clip_fn(m, feats, n, steps, sampler)()[0].float().cpu()).numpy() for n in noises]
         refs = outs if refs is None else refs  # the first row is the teacher at S = 50
         normed, ref_norm = outs[0], refs[0]
-        by_seed.append(_seed_summary(label, steps or len(m.timesteps()), [cosine(o, r) for o, r in zip(outs, refs)]))
+        by_seed.append(_seed_summary(label, steps or len(m.timesteps()), outs, refs))
         rows.append({"sampler": label, "steps": steps or len(m.timesteps()),
                      "cosine_to_teacher50": round(cosine(normed, ref_norm), 5),
                      "mse_to_teacher50": round(float(np.mean((normed - ref_norm) ** 2)), 6),
@@ -172,11 +173,13 @@ def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = Bench
     return result
 
 
-def _seed_summary(label: str, steps: int, cosines: list[float]) -> dict:
-    """One row's cosine to the teacher's S = 50 output on each noise seed, and its spread."""
+def _seed_summary(label: str, steps: int, outs: list[np.ndarray], refs: list[np.ndarray]) -> dict:
+    """One row against the teacher's S = 50 output on each noise seed: cosines, their spread, where the error sits."""
+    cosines = [cosine(o, r) for o, r in zip(outs, refs)]
     return {"sampler": label, "steps": steps, "cosine_mean": round(float(np.mean(cosines)), 5),
             "cosine_median": round(float(np.median(cosines)), 5), "cosine_min": round(min(cosines), 5),
-            "cosines": [round(c, 5) for c in cosines]}
+            "cosines": [round(c, 5) for c in cosines],
+            "error_share": {g: round(v, 4) for g, v in error_shares(outs, refs).items()}}
 
 
 def _available(name: str) -> bool:

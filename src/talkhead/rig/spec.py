@@ -39,6 +39,15 @@ MOUTH: tuple[str, ...] = (
     "mouthUpperUpLeft", "mouthUpperUpRight",
 )
 
+# The face by what drives it in the corpus: the audio nearly fixes the mouth; blinks are random,
+# brows rise on some stressed syllables, the head follows the voice's energy with a random drift.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "mouth": ("jaw", "mouth", "tongue", "cheekPuff"),
+    "eyes": ("eye",),
+    "brows": ("brow", "cheekSquint", "nose"),
+    "head": POSE,
+}
+
 
 @dataclass(frozen=True)
 class MotionSpec:
@@ -86,6 +95,16 @@ class MotionSpec:
     @property
     def mouth(self) -> list[int]:
         return self.indices(MOUTH)
+
+    def groups(self) -> dict[str, list[int]]:
+        """Every channel in exactly one of ``GROUPS``, by the name prefixes that define it."""
+        out: dict[str, list[int]] = {g: [] for g in GROUPS}
+        for i, name in enumerate(self.names):
+            group = next((g for g, prefixes in GROUPS.items() if name.startswith(prefixes)), None)
+            if group is None:
+                raise ValueError(f"motion channel {name!r} is in no channel group")
+            out[group].append(i)
+        return out
 
 
 SPEC = MotionSpec(BLENDSHAPES + POSE)
