@@ -48,42 +48,51 @@ def plot_clip(speech, motion: np.ndarray, path: str | Path, title: str | None = 
     fig, (ax_w, ax_m) = plt.subplots(2, 1, figsize=(max(8.0, 3.2 * duration), 5.2), sharex=True,
                                      gridspec_kw={"height_ratios": [1, 2.6]})
     for ax in (ax_w, ax_m):
-        for phone, start, end in phones:
-            colour = _phone_colour(phone)
-            if colour:
-                ax.axvspan(start, end, color=colour, alpha=0.55, lw=0)
-            ax.axvline(start, color="#bbbbbb", lw=0.4)
-    t_wav = np.arange(len(wav)) / speech.sample_rate
-    ax_w.plot(t_wav, wav, color="#555555", lw=0.4)
-    lim = max(float(np.abs(wav).max()) if len(wav) else 1.0, 1e-3)
-    ax_w.set_ylim(-1.05 * lim, 1.05 * lim)
-    ax_w.set_yticks([])
-    ax_w.set_ylabel("audio")
-    for k, (phone, start, end) in enumerate(phones):
-        if phone == "_":
-            continue
-        ax_w.text(0.5 * (start + end), lim * (0.82 if k % 2 else 0.62), phone, ha="center", va="center",
-                  fontsize=8, family="DejaVu Sans")
-
-    t = (np.arange(len(motion)) + 0.5) / FPS
-    styles = {"jawOpen": ("#1f77b4", "-"), "mouthClose": ("#d62728", "-"), "mouthPucker": ("#2ca02c", "-"),
-              "eyeBlinkLeft": ("#7f7f7f", "--")}
-    for name in CLIP_CHANNELS:
-        colour, ls = styles[name]
-        ax_m.plot(t, motion[:, SPEC[name]], color=colour, ls=ls, lw=1.6, marker=".", ms=3, label=name)
-    gap = motion[:, SPEC["jawOpen"]] - motion[:, SPEC["mouthClose"]]
-    ax_m.plot(t, gap, color="#9467bd", lw=0.9, ls=":", label="lip gap (jawOpen - mouthClose)")
-    ax_m.set_ylim(-0.05, 1.05)
-    ax_m.set_xlim(0, duration)
-    ax_m.set_xlabel("time (s); shading: red p/b/m, orange f/v, blue rounded, green open vowels")
-    ax_m.set_ylabel("blendshape weight")
-    ax_m.legend(loc="upper right", fontsize=8, ncol=5, framealpha=0.9)
+        _shade_phones(ax, phones)
+    _plot_wave(ax_w, wav, speech.sample_rate, phones)
+    _plot_channels(ax_m, motion, duration)
     if title:
         ax_w.set_title(title, fontsize=10)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
+
+
+def _shade_phones(ax, phones: list[tuple[str, float, float]]) -> None:
+    for phone, start, end in phones:
+        colour = _phone_colour(phone)
+        if colour:
+            ax.axvspan(start, end, color=colour, alpha=0.55, lw=0)
+        ax.axvline(start, color="#bbbbbb", lw=0.4)
+
+
+def _plot_wave(ax, wav: np.ndarray, sample_rate: int, phones: list[tuple[str, float, float]]) -> None:
+    ax.plot(np.arange(len(wav)) / sample_rate, wav, color="#555555", lw=0.4)
+    lim = max(float(np.abs(wav).max()) if len(wav) else 1.0, 1e-3)
+    ax.set_ylim(-1.05 * lim, 1.05 * lim)
+    ax.set_yticks([])
+    ax.set_ylabel("audio")
+    for k, (phone, start, end) in enumerate(phones):
+        if phone != "_":  # alternate heights so that short neighbours stay legible
+            ax.text(0.5 * (start + end), lim * (0.82 if k % 2 else 0.62), phone, ha="center", va="center",
+                    fontsize=8, family="DejaVu Sans")
+
+
+def _plot_channels(ax, motion: np.ndarray, duration: float) -> None:
+    t = (np.arange(len(motion)) + 0.5) / FPS
+    styles = {"jawOpen": ("#1f77b4", "-"), "mouthClose": ("#d62728", "-"), "mouthPucker": ("#2ca02c", "-"),
+              "eyeBlinkLeft": ("#7f7f7f", "--")}
+    for name in CLIP_CHANNELS:
+        colour, ls = styles[name]
+        ax.plot(t, motion[:, SPEC[name]], color=colour, ls=ls, lw=1.6, marker=".", ms=3, label=name)
+    gap = motion[:, SPEC["jawOpen"]] - motion[:, SPEC["mouthClose"]]
+    ax.plot(t, gap, color="#9467bd", lw=0.9, ls=":", label="lip gap (jawOpen - mouthClose)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s); shading: red p/b/m, orange f/v, blue rounded, green open vowels")
+    ax.set_ylabel("blendshape weight")
+    ax.legend(loc="upper right", fontsize=8, ncol=5, framealpha=0.9)
 
 
 def main() -> None:  # pragma: no cover - regenerates docs/motion_clip.png
