@@ -39,9 +39,10 @@ def _cmd_models(args: argparse.Namespace) -> None:
             raise InputError("--export needs --name NAME (e.g. teacher, student-1)")
         target = Path(args.dir) if args.dir else MODELS_DIR
         model = average_weights([load(p) for p in args.export])
-        extra = {"name": args.name, **({"averaged": list(args.export)} if len(args.export) > 1 else {})}
+        extra, kind = {"name": args.name}, ""
+        if len(args.export) > 1:
+            extra["averaged"], kind = list(args.export), f"the mean of {len(args.export)} checkpoints' weights, "
         model.save(target / f"{args.name}.safetensors", extra, dtype=torch.float16)
-        kind = f"the mean of {len(args.export)} checkpoints' weights, " if len(args.export) > 1 else ""
         print(f"wrote {target / (args.name + '.safetensors')} ({kind}fp16)")
         return
     paths = shipped_models()
