@@ -17,7 +17,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
                         init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps,
                         step_weights=_numbers(args.step_weights, "--step-weights", float, "3,1,1,5"),
                         segments=_numbers(args.segments, "--segments", int, "8,12,8,4"), experts=args.experts,
-                        warp=args.warp, depth=args.depth)
+                        warp=args.warp, depth=args.depth, average=args.average)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 
@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--depth", type=int, default=0,
                    help="progressive: the student's transformer layers (default: as its starting weights); extra "
                         "layers start as the identity, so it begins exactly as --init, with room to learn more")
+    d.add_argument("--average", type=float, default=0.0, metavar="DECAY",
+                   help="progressive: write an exponential moving average of each round's weights with this decay "
+                        "instead of its last weights (default 0: off), e.g. 0.995 (about the last 200 steps)")
     d.add_argument("--init", help="the student to start from (shipped name or checkpoint path); "
                                   "trajectory: required; progressive: the first round's starting weights")
     d.add_argument("--pairs", type=int, default=8192,

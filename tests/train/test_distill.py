@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from talkhead.checkpoint import load_checkpoint
+from talkhead.errors import InputError
 from talkhead.cli import main
 from talkhead.motion.model import load, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips
@@ -21,6 +24,32 @@ def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
     student, losses = progressive_round(teacher, grid, sampler, DistillConfig(iters=60, batch=16, lr=1e-3))
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
     assert student.sampling["timesteps"] == grid[::2]
+
+
+def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_training(tiny_teacher, tiny_corpus):
+    teacher = load(tiny_teacher)
+    grid = teacher.schedule.timesteps(4)
+    snaps = []  # the student's weights after each optimiser step, as the optimiser holds them
+    hook = register_optimizer_step_post_hook(
+        lambda opt, *_: snaps.append([p.detach().clone() for g in opt.param_groups for p in g["params"]]))
+    try:
+        run = [progressive_round(teacher, grid, WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm),
+                                 DistillConfig(iters=6, batch=8, lr=1e-3, average=avg), progress=False)
+               for avg in (0.0, 0.7)]
+    finally:
+        hook.remove()
+    (last, last_losses), (averaged, avg_losses) = run
+    assert avg_losses == last_losses  # the average is only read out; training is the same run
+    ema = snaps[6]
+    for step in snaps[7:]:
+        ema = [0.7 * e + 0.3 * w for e, w in zip(ema, step)]
+    for p, e, w, w_end in zip(averaged.denoiser.net.parameters(), ema, last.denoiser.net.parameters(), snaps[5]):
+        torch.testing.assert_close(p.detach(), e)
+        assert torch.equal(w.detach(), w_end)  # without --average the round returns its last weights
+    assert not all(torch.equal(p, q) for p, q in zip(averaged.denoiser.net.parameters(), last.denoiser.net.parameters()))
+    with pytest.raises(InputError, match="--average"):
+        progressive_round(teacher, grid, WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm),
+                          DistillConfig(iters=1, batch=4, average=1.0), progress=False)
 
 
 def test_chain_writes_self_describing_students_and_resumes(tiny_teacher, tiny_corpus, tmp_path):

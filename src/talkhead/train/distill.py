@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from talkhead.errors import InputError
@@ -53,6 +54,9 @@ class DistillConfig:
     experts: bool = False  # progressive: the student gets one network per step (see StepExperts)
     warp: float = 0.0  # progressive: stretch each window's mel axis by up to this share (see warp_audio)
     depth: int = 0  # progressive: the student's transformer layers (0: as its starting weights; see with_depth)
+    # progressive: the round returns an exponential moving average of its weights with this decay
+    # (0: the last weights). Averaging along the run smooths the minibatch noise that the last step keeps.
+    average: float = 0.0
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -150,6 +154,7 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
     student = with_experts(base, starts.tolist()) if cfg.experts else base
     student.denoiser.train()
     opt = torch.optim.AdamW(student.denoiser.net.parameters(), lr=cfg.lr, weight_decay=0.0)
+    avg = _weight_average(student.denoiser.net, cfg.average)
     gen = torch.Generator().manual_seed(cfg.seed + len(grid))
     losses = []
     for it in tqdm(range(cfg.iters), desc=f"distill {len(grid)}->{len(bounds) - 1}", disable=not progress):
@@ -160,10 +165,21 @@ def progressive_round(teacher: MotionModel, grid: list[int], sampler: WindowSamp
         target, a_t = _segment_targets(teacher, x_t, idx, paths, cond)
         loss = progressive_loss(student.denoiser(x_t, starts[idx], cond), target, a_t, cfg.velocity)
         optimizer_step(opt, loss, student.denoiser.net.parameters(), _lr(it, cfg))
+        if avg is not None:
+            avg.update_parameters(student.denoiser.net)
         losses.append(loss.item())
+    if avg is not None:
+        student.denoiser.net.load_state_dict(avg.module.state_dict())
     student.denoiser.eval()
     student.sampling = {"sampler": "ddim", "timesteps": starts.tolist()}
     return student, losses
+
+
+def _weight_average(net: torch.nn.Module, decay: float) -> AveragedModel | None:
+    """An EMA copy of ``net`` (its first update copies the weights), or None for ``decay`` 0."""
+    if not 0 <= decay < 1:
+        raise InputError(f"--average is an EMA decay, at least 0 and below 1, e.g. 0.995 (got {decay})")
+    return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(decay)) if decay else None
 
 
 def _segment_targets(teacher: MotionModel, x_t: torch.Tensor, idx: torch.Tensor, paths: list[list[int]],
