@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
@@ -38,8 +39,10 @@ def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
     for row, spread in zip(rows, seeds["rows"]):
         assert spread["cosines"][0] == row["cosine_to_teacher50"] and len(spread["cosines"]) == 3
         assert spread["cosine_min"] <= spread["cosine_median"] <= max(spread["cosines"])
+        assert spread["cosine_sem"] == pytest.approx(np.std(spread["cosines"], ddof=1) / np.sqrt(3), abs=2e-5)
     assert len(set(seeds["rows"][5]["cosines"])) == 3  # each seed is its own noise draw
-    assert set(seeds["rows"][0]["error_share"].values()) == {0.0}
+    assert set(seeds["rows"][0]["error_share"].values()) == {0.0} and seeds["rows"][0]["cosine_sem"] == 0.0
+    assert seeds["rows"][5]["cosine_sem"] > 0
     for spread in seeds["rows"][1:]:
         assert list(spread["error_share"]) == ["mouth", "eyes", "brows", "head"]
         assert sum(spread["error_share"].values()) == pytest.approx(1.0, abs=1e-3)

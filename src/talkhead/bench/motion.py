@@ -174,9 +174,15 @@ def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = Bench
 
 
 def _seed_summary(label: str, steps: int, outs: list[np.ndarray], refs: list[np.ndarray]) -> dict:
-    """One row against the teacher's S = 50 output on each noise seed: cosines, their spread, where the error sits."""
+    """One row against the teacher's S = 50 output on each noise seed: cosines, their spread, where the error sits.
+
+    ``cosine_sem`` is the mean's standard error over the seeds: two rows whose means differ by less
+    than about twice it are not told apart by this clip.
+    """
     cosines = [cosine(o, r) for o, r in zip(outs, refs)]
+    sem = float(np.std(cosines, ddof=1) / np.sqrt(len(cosines))) if len(cosines) > 1 else 0.0
     return {"sampler": label, "steps": steps, "cosine_mean": round(float(np.mean(cosines)), 5),
+            "cosine_sem": round(sem, 5),
             "cosine_median": round(float(np.median(cosines)), 5), "cosine_min": round(min(cosines), 5),
             "cosines": [round(c, 5) for c in cosines],
             "error_share": {g: round(v, 4) for g, v in error_shares(outs, refs).items()}}
