@@ -28,14 +28,13 @@ def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
 
 def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_training(tiny_teacher, tiny_corpus):
     teacher = load(tiny_teacher)
-    grid = teacher.schedule.timesteps(4)
+    grid, sampler = teacher.schedule.timesteps(4), WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm)
     snaps = []  # the student's weights after each optimiser step, as the optimiser holds them
     hook = register_optimizer_step_post_hook(
         lambda opt, *_: snaps.append([p.detach().clone() for g in opt.param_groups for p in g["params"]]))
     try:
-        run = [progressive_round(teacher, grid, WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm),
-                                 DistillConfig(iters=6, batch=8, lr=1e-3, average=avg), progress=False)
-               for avg in (0.0, 0.7)]
+        run = [progressive_round(teacher, grid, sampler, DistillConfig(iters=6, batch=8, lr=1e-3, average=avg),
+                                 progress=False) for avg in (0.0, 0.7)]
     finally:
         hook.remove()
     (last, last_losses), (averaged, avg_losses) = run
@@ -48,8 +47,7 @@ def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_trai
         assert torch.equal(w.detach(), w_end)  # without --average the round returns its last weights
     assert not all(torch.equal(p, q) for p, q in zip(averaged.denoiser.net.parameters(), last.denoiser.net.parameters()))
     with pytest.raises(InputError, match="--average"):
-        progressive_round(teacher, grid, WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm),
-                          DistillConfig(iters=1, batch=4, average=1.0), progress=False)
+        progressive_round(teacher, grid, sampler, DistillConfig(iters=1, batch=4, average=1.0), progress=False)
 
 
 def test_chain_writes_self_describing_students_and_resumes(tiny_teacher, tiny_corpus, tmp_path):
