@@ -39,10 +39,11 @@ def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_trai
         hook.remove()
     (last, last_losses), (averaged, avg_losses) = run
     assert avg_losses == last_losses  # the average is only read out; training is the same run
-    ema = snaps[6]
-    for step in snaps[7:]:
+    plain_steps, averaged_steps = snaps[:6], snaps[6:]  # the two runs of 6 steps, in order
+    ema = averaged_steps[0]
+    for step in averaged_steps[1:]:
         ema = [0.7 * e + 0.3 * w for e, w in zip(ema, step)]
-    for p, e, w, w_end in zip(averaged.denoiser.net.parameters(), ema, last.denoiser.net.parameters(), snaps[5]):
+    for p, e, w, w_end in zip(averaged.denoiser.net.parameters(), ema, last.denoiser.net.parameters(), plain_steps[-1]):
         torch.testing.assert_close(p.detach(), e)
         assert torch.equal(w.detach(), w_end)  # without --average the round returns its last weights
     assert not all(torch.equal(p, q) for p, q in zip(averaged.denoiser.net.parameters(), last.denoiser.net.parameters()))
