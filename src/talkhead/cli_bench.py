@@ -29,6 +29,24 @@ def _cmd_bench_motion(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'bench.json'} and {Path(args.out) / 'pareto.png'}")
 
 
+def _cmd_bench_compare(args: argparse.Namespace) -> None:
+    from talkhead.bench.compare import CompareConfig, parse_entry, run_compare
+
+    entries = [parse_entry(s) for s in args.models]
+    cfg = CompareConfig(teacher=args.teacher, seeds=args.seeds, seed=args.seed, device=_device(args.device))
+    result = run_compare(entries, args.out, cfg)
+    first = result["entries"][0]
+    print(f"cosine to {result['reference']} over {cfg.seeds} seeds (mean ± s.e.); differences paired with {first['entry']}")
+    for r in result["entries"]:
+        line = f"{r['entry']:>32s}  {r['cosine_mean']:.5f} ± {r['cosine_sem']:.5f}  jitter {r['jitter_vs_teacher']:.3f}x"
+        if "vs_first" in r:
+            v = r["vs_first"]
+            verdict = "told apart" if v["told_apart"] else "not told apart"
+            line += f"  {v['mean']:+.5f} ± {v['sem']:.5f}, better on {v['better']}/{cfg.seeds}: {verdict}"
+        print(line)
+    print(f"wrote {Path(args.out) / 'compare.json'} and {Path(args.out) / 'compare.png'}")
+
+
 def _cmd_bench_steps(args: argparse.Namespace) -> None:
     from talkhead.bench.steps import StepsConfig, run_steps_bench
 
@@ -71,6 +89,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--seeds", type=int, default=16,
                    help="noise seeds for the per-seed cosines written beside the table (the table uses the first)")
     m.set_defaults(func=_cmd_bench_motion)
+    c = bsub.add_parser("compare", help="paired parity of two or more models/samplers over many noise seeds")
+    c.add_argument("models", nargs="+", metavar="MODEL",
+                   help="NAME[@STEPS[:SAMPLER]]: a shipped name or checkpoint path, e.g. student-1, teacher@4:unipc; "
+                        "the first is the baseline")
+    c.add_argument("--seeds", type=int, default=64, help="noise seeds, each the clip's whole initial noise")
+    c.add_argument("--seed", type=int, default=0, help="first seed (bench motion's table uses 0)")
+    c.add_argument("--teacher", default="teacher", help="the reference, sampled with DDIM at S = 50")
+    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    c.add_argument("--out", required=True)
+    c.set_defaults(func=_cmd_bench_compare)
     s = bsub.add_parser("steps", help="which step of a few-step student adds the most error to the teacher's")
     s.add_argument("--student", default="student-4")
     s.add_argument("--teacher", default="teacher")

@@ -87,6 +87,8 @@ def _plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from talkhead.bench.plots import save_figure
+
     fig, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     left = np.zeros(len(rows))
     for stage in ("tts", "motion", "render", "encode"):
@@ -97,5 +99,4 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.set_xlabel("seconds for a 6.6 s clip, 512x512")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -59,6 +59,11 @@ def fixed_clip() -> np.ndarray:
     return np.pad(wav, (0, max(0, n - len(wav))))[:n]
 
 
+def clip_noises(model: MotionModel, seed: int, count: int, device: str) -> list[torch.Tensor]:
+    """The fixed clip's initial noise for seeds ``seed`` .. ``seed + count - 1``: each [1, K, W, 58]."""
+    return [model.init_noise(1, CLIP_FRAMES, torch.Generator().manual_seed(seed + i)).to(device) for i in range(count)]
+
+
 def _time_interleaved(fns: list, repeats: int, device: str) -> list[float]:
     """Median wall time in ms of each ``fn()``, timed round-robin after two warm-up calls each.
 
@@ -93,7 +98,7 @@ def _variants(cfg: BenchConfig, models_dir: Path | None) -> list[tuple[str, str,
     return rows
 
 
-class _Runner:
+class ClipRunner:
     """Loads each model once and samples the fixed clip and the held-out clips with it."""
 
     def __init__(self, cfg: BenchConfig, val) -> None:
@@ -115,6 +120,10 @@ class _Runner:
                 return m.sample(feats, noise, steps=steps, sampler=sampler)
         return run
 
+    def seed_outputs(self, m: MotionModel, feats: torch.Tensor, noises: list[torch.Tensor], steps, sampler) -> list[np.ndarray]:
+        """Normalised motion [T, 58] from each initial noise, in the order given."""
+        return [m.normalize(self.clip_fn(m, feats, n, steps, sampler)()[0].float().cpu()).numpy() for n in noises]
+
     def lipsync(self, m: MotionModel, steps, sampler) -> float:
         gens, targets = [], []
         for audio, motion in zip(self.val.audio, self.val.motion):
@@ -134,10 +143,9 @@ def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = Bench
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     teacher = load(cfg.teacher)
-    runner = _Runner(cfg, load_clips(data, "heldout", teacher.features, limit=cfg.lipsync_clips))
+    runner = ClipRunner(cfg, load_clips(data, "heldout", teacher.features, limit=cfg.lipsync_clips))
     wav = fixed_clip()
-    noises = [teacher.init_noise(1, CLIP_FRAMES, torch.Generator().manual_seed(cfg.seed + i)).to(cfg.device)
-              for i in range(max(1, cfg.seeds))]
+    noises = clip_noises(teacher, cfg.seed, max(1, cfg.seeds), cfg.device)
     rows, fns, refs, by_seed = [], [], None, []
     for label, name, steps, sampler in _variants(cfg, models_dir):
         if not _available(name):
@@ -145,7 +153,7 @@ def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = Bench
         m = runner.model(name)
         feats = m.audio_features(wav)[None].to(cfg.device)
         fns.append(runner.clip_fn(m, feats, noises[0], steps, sampler))
-        outs = [m.normalize(runner.clip_fn(m, feats, n, steps, sampler)()[0].float().cpu()).numpy() for n in noises]
+        outs = runner.seed_outputs(m, feats, noises, steps, sampler)
         refs = outs if refs is None else refs  # the first row is the teacher at S = 50
         normed, ref_norm = outs[0], refs[0]
         by_seed.append(_seed_summary(label, steps or len(m.timesteps()), outs, refs))
@@ -180,12 +188,17 @@ def _seed_summary(label: str, steps: int, outs: list[np.ndarray], refs: list[np.
     than about twice it are not told apart by this clip.
     """
     cosines = [cosine(o, r) for o, r in zip(outs, refs)]
-    sem = float(np.std(cosines, ddof=1) / np.sqrt(len(cosines))) if len(cosines) > 1 else 0.0
+    sem = standard_error(cosines)
     return {"sampler": label, "steps": steps, "cosine_mean": round(float(np.mean(cosines)), 5),
             "cosine_sem": round(sem, 5),
             "cosine_median": round(float(np.median(cosines)), 5), "cosine_min": round(min(cosines), 5),
             "cosines": [round(c, 5) for c in cosines],
             "error_share": {g: round(v, 4) for g, v in error_shares(outs, refs).items()}}
+
+
+def standard_error(values: list[float]) -> float:
+    """Standard error of the mean of ``values`` (0 for fewer than two)."""
+    return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def _available(name: str) -> bool:

@@ -14,6 +14,15 @@ CLIP_CHANNELS = ("jawOpen", "mouthClose", "mouthPucker", "eyeBlinkLeft")
 _SHADE = {"PP": "#f4b6b6", "FF": "#f7d9a8", "W": "#b9d3f2", "U": "#b9d3f2", "O": "#cfe0f5", "aa": "#d8f0c8"}
 
 
+def save_figure(fig, path: str | Path, dpi: int | None = None) -> None:
+    """Write a matplotlib figure as PNG atomically (a killed run leaves the old plot, never half a new one) and close it."""
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    plt.close(fig)
+
+
 def _phone_colour(phone: str) -> str | None:
     try:
         vis = phone_visemes(phone)
@@ -54,9 +63,7 @@ def plot_clip(speech, motion: np.ndarray, path: str | Path, title: str | None = 
     if title:
         ax_w.set_title(title, fontsize=10)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def _shade_phones(ax, phones: list[tuple[str, float, float]]) -> None:
@@ -137,5 +144,4 @@ def plot_pareto(rows: list[dict], path: str | Path, title: str = "motion: latenc
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)

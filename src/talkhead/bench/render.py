@@ -91,6 +91,8 @@ def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from talkhead.bench.plots import save_figure
+
     motion, marks = scripted_motion(script_length())
     rows = list(SHEET_ROWS)
     frames = renderer(motion[[marks[r] for r in rows]])
@@ -106,8 +108,7 @@ def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
             ax.axis("off")
     fig.suptitle("talkhead warp renderer: source vs rendered", fontsize=13)
     fig.tight_layout(rect=(0, 0, 1, 0.98))
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save_figure(fig, path, dpi=80)
 
 
 def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int | tuple[int, int] = 512, frames: int = 165,

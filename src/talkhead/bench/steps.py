@@ -19,7 +19,7 @@ from talkhead.motion.model import MotionModel, learns_from, load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.train.distill import ddim_path
 from talkhead.train.trajectory import COND_KEYS, PairsConfig, teacher_pairs
-from talkhead.util import atomic_path, atomic_write
+from talkhead.util import atomic_write
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,8 @@ def _plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from talkhead.bench.plots import save_figure
+
     fig, ax = plt.subplots(figsize=(5, 3.2))
     labels = [f"step {i + 1}\nt={t}" for i, t in enumerate(result["timesteps"])]
     ax.bar(labels, result["step_excess"], color="#4c72b0")
@@ -90,6 +92,4 @@ def _plot(result: dict, path: Path) -> None:
     ax.set_title(f"{Path(result['config']['student']).stem}: {result['student_mse']:.5f} in all, "
                  f"teacher grid {result['teacher_grid_mse']:.5f}", fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
