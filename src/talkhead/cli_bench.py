@@ -42,7 +42,8 @@ def _cmd_bench_compare(args: argparse.Namespace) -> None:
         if "vs_first" in r:
             v = r["vs_first"]
             verdict = "told apart" if v["told_apart"] else "not told apart"
-            line += f"  {v['mean']:+.5f} ± {v['sem']:.5f}, better on {v['better']}/{cfg.seeds}: {verdict}"
+            line += (f"  {v['mean']:+.5f} ± {v['sem']:.5f} ({verdict} by the mean), "
+                     f"better on {v['better']}/{cfg.seeds} (sign test p = {v['sign_p']:.3g})")
         print(line)
     print(f"wrote {Path(args.out) / 'compare.json'} and {Path(args.out) / 'compare.png'}")
 

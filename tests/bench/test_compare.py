@@ -20,7 +20,8 @@ def test_parse_entry():
     assert parse_entry("student-1") == Entry("student-1")
     assert parse_entry("teacher@4:unipc") == Entry("teacher", 4, "unipc")
     assert parse_entry("runs/a@b/student-4.safetensors@8") == Entry("runs/a@b/student-4.safetensors", 8)
-    assert parse_entry("teacher@4:unipc").label == "teacher@4:unipc"
+    assert parse_entry("teacher@4:unipc").label == parse_entry("teacher@4:unipc").short_label == "teacher@4:unipc"
+    assert parse_entry("runs/x-4/student-4.safetensors@2").short_label == "x-4/student-4@2"
     for bad, why in [("teacher@0", "at least 1"), ("teacher@4:euler", "unknown sampler 'euler'"), ("@4", "cannot read")]:
         with pytest.raises(InputError, match=why):
             parse_entry(bad)
@@ -31,11 +32,15 @@ def test_paired_differences():
     d = np.array([0.01, 0.03, -0.01, 0.02])
     assert r["mean"] == pytest.approx(d.mean(), abs=1e-6)
     assert r["sem"] == pytest.approx(d.std(ddof=1) / 2, abs=1e-6)
-    assert (r["better"], r["worse"]) == (3, 1)
+    assert (r["better"], r["worse"]) == (3, 1) and r["median"] == pytest.approx(0.015, abs=1e-6)
+    assert r["sign_p"] == pytest.approx(0.625, abs=1e-5)  # P(>= 3 of 4 or <= 1 of 4) for a fair coin: 10/16
     assert r["told_apart"] is False  # 0.0125 against 2 s.e. = 0.0171
     assert paired([0.9, 0.8, 0.7], [0.92, 0.81, 0.72])["told_apart"] is True  # 0.0167 against 0.0067
     same = paired([0.9, 0.8], [0.9, 0.8])
-    assert same["mean"] == 0 and same["sem"] == 0 and not same["told_apart"]
+    assert same["mean"] == 0 and same["sem"] == 0 and not same["told_apart"] and same["sign_p"] == 1.0
+    # one seed swings the mean, the rest are a near-tie: the sign test sees 10 of 12 wins, the mean does not
+    lopsided = paired([0.9] * 12, [0.901] * 10 + [0.899, 0.80])
+    assert not lopsided["told_apart"] and lopsided["sign_p"] < 0.05 and lopsided["mean"] < 0
 
 
 def test_compare_on_tiny_teacher(tiny_teacher, tmp_path):

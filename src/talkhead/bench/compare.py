@@ -38,7 +38,18 @@ class Entry:
 
     @property
     def label(self) -> str:
-        return self.model + (f"@{self.steps}" if self.steps else "") + (f":{self.sampler}" if self.sampler else "")
+        return self.model + self._suffix
+
+    @property
+    def short_label(self) -> str:
+        """The label with a checkpoint path cut to its folder and file stem, for plots."""
+        p = Path(self.model)
+        name = f"{p.parent.name}/{p.stem}" if p.suffix == ".safetensors" and p.parent.name else p.stem
+        return name + self._suffix
+
+    @property
+    def _suffix(self) -> str:
+        return (f"@{self.steps}" if self.steps else "") + (f":{self.sampler}" if self.sampler else "")
 
 
 def parse_entry(spec: str) -> Entry:
@@ -65,10 +76,20 @@ class CompareConfig:
 
 
 def paired(base: list[float], other: list[float]) -> dict:
-    """Seed-by-seed difference ``other - base``: its mean, standard error, and seeds better and worse."""
+    """Seed-by-seed difference ``other - base``: mean, standard error, median, seeds better and worse, sign test.
+
+    Both tests are given because the differences are heavy-tailed: one seed where a blink moves
+    can shift the mean by more than all the others do, which the sign test (Dixon & Mood 1946: how
+    likely this many wins would be if each seed were a coin toss; ties left out) does not see.
+    """
+    from scipy.stats import binomtest
+
     d = np.asarray(other, np.float64) - np.asarray(base, np.float64)
     mean, sem = float(d.mean()), standard_error(d.tolist())
-    return {"mean": round(mean, 6), "sem": round(sem, 6), "better": int((d > 0).sum()), "worse": int((d < 0).sum()),
+    better, worse = int((d > 0).sum()), int((d < 0).sum())
+    sign_p = binomtest(better, better + worse).pvalue if better + worse else 1.0
+    return {"mean": round(mean, 6), "sem": round(sem, 6), "median": round(float(np.median(d)), 6),
+            "better": better, "worse": worse, "sign_p": round(float(sign_p), 5),
             "told_apart": bool(abs(mean) > 2 * sem and sem > 0)}
 
 
@@ -100,8 +121,8 @@ def run_compare(entries: list[Entry], out: str | Path, cfg: CompareConfig = Comp
     results = []
     for e, m, o in zip(entries, models[1:], scored):
         cos = [round(cosine(a, r), 6) for a, r in zip(o, ref)]
-        results.append({"entry": e.label, "model": e.model, "steps": e.steps or len(m.timesteps()),
-                        "sampler": e.sampler or m.sampling.get("sampler", "ddim"),
+        results.append({"entry": e.label, "short": e.short_label, "model": e.model,
+                        "steps": e.steps or len(m.timesteps()), "sampler": e.sampler or m.sampling.get("sampler", "ddim"),
                         "cosine_mean": round(float(np.mean(cos)), 6), "cosine_sem": round(standard_error(cos), 6),
                         "cosine_median": round(float(np.median(cos)), 6), "cosine_min": min(cos),
                         "mse_mean": round(float(np.mean([np.mean((a - r) ** 2) for a, r in zip(o, ref)])), 6),
@@ -126,7 +147,7 @@ def plot_compare(results: list[dict], path: Path) -> None:
 
     from talkhead.bench.plots import save_figure
 
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(results)), 4), dpi=110)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.6 * len(results)), 4), dpi=110)
     base = np.asarray(results[0]["cosines"])
     rng = np.random.default_rng(0)  # horizontal scatter only, so that equal points stay visible
     for i, r in enumerate(results[1:], 1):
@@ -135,10 +156,11 @@ def plot_compare(results: list[dict], path: Path) -> None:
         v = r["vs_first"]
         ax.errorbar(i, v["mean"], yerr=2 * v["sem"], fmt="_", color="k", ms=22, capsize=6, lw=1.5)
     ax.axhline(0, color="#888888", lw=0.8)
-    ax.set_xticks(range(1, len(results)), [r["entry"] for r in results[1:]], fontsize=8, rotation=15)
+    ax.set_xticks(range(1, len(results)), [r["short"] for r in results[1:]], fontsize=8, rotation=15)
     ax.set_xlim(0.4, len(results) - 0.4)
-    ax.set_ylabel(f"cosine to teacher S=50, minus {results[0]['entry']}'s")
-    ax.set_title(f"paired over {len(base)} noise seeds (bar: mean ± 2 s.e.)", fontsize=9)
+    ax.set_ylabel("cosine to teacher S=50, minus the baseline's")
+    ax.set_title(f"baseline {results[0]['short']}, paired over {len(base)} noise seeds\n"
+                 "(one dot per seed; bar: mean ± 2 s.e.)", fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path)
