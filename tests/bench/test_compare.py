@@ -34,8 +34,10 @@ def test_paired_differences():
     assert r["sem"] == pytest.approx(d.std(ddof=1) / 2, abs=1e-6)
     assert (r["better"], r["worse"]) == (3, 1) and r["median"] == pytest.approx(0.015, abs=1e-6)
     assert r["sign_p"] == pytest.approx(0.625, abs=1e-5)  # P(>= 3 of 4 or <= 1 of 4) for a fair coin: 10/16
-    assert r["told_apart"] is False  # 0.0125 against 2 s.e. = 0.0171
-    assert paired([0.9, 0.8, 0.7], [0.92, 0.81, 0.72])["told_apart"] is True  # 0.0167 against 0.0067
+    assert r["half_interval"] == pytest.approx(3.182446 * d.std(ddof=1) / 2, abs=1e-6)  # t(3) at 97.5 %
+    assert r["told_apart"] is False  # 0.0125 against 0.0272
+    assert paired([0.9, 0.8, 0.7], [0.92, 0.81, 0.72])["told_apart"] is True  # 0.0167 against t(2) 4.30 x 0.0033
+    assert paired([0.9, 0.8], [0.92, 0.81])["told_apart"] is False  # 2 seeds: 0.015 against t(1) 12.7 x 0.005
     same = paired([0.9, 0.8], [0.9, 0.8])
     assert same["mean"] == 0 and same["sem"] == 0 and not same["told_apart"] and same["sign_p"] == 1.0
     # one seed swings the mean, the rest are a near-tie: the sign test sees 10 of 12 wins, the mean does not
