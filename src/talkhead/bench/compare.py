@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from talkhead.bench.metrics import cosine, jitter
-from talkhead.bench.motion import BenchConfig, ClipRunner, clip_noises, fixed_clip, machine_info, standard_error
+from talkhead.bench.metrics import jitter
+from talkhead.bench.motion import (BenchConfig, ClipRunner, clip_noises, cosine_summary, fixed_clip, machine_info,
+                                   standard_error)
 from talkhead.errors import InputError
 from talkhead.motion.samplers import SAMPLERS
 from talkhead.util import atomic_write
@@ -125,14 +126,10 @@ def run_compare(entries: list[Entry], out: str | Path, cfg: CompareConfig = Comp
     ref_jitter = float(np.mean([jitter(r) for r in ref]))
     results = []
     for e, m, o in zip(entries, models[1:], scored):
-        cos = [round(cosine(a, r), 6) for a, r in zip(o, ref)]
         results.append({"entry": e.label, "short": e.short_label, "model": e.model,
                         "steps": e.steps or len(m.timesteps()), "sampler": e.sampler or m.sampling.get("sampler", "ddim"),
-                        "cosine_mean": round(float(np.mean(cos)), 6), "cosine_sem": round(standard_error(cos), 6),
-                        "cosine_median": round(float(np.median(cos)), 6), "cosine_min": min(cos),
-                        "mse_mean": round(float(np.mean([np.mean((a - r) ** 2) for a, r in zip(o, ref)])), 6),
-                        "jitter_vs_teacher": round(float(np.mean([jitter(a) for a in o])) / ref_jitter, 4),
-                        "cosines": cos})
+                        **cosine_summary(o, ref, places=6), "mse_mean": round(float(np.mean([np.mean((a - r) ** 2) for a, r in zip(o, ref)])), 6),
+                        "jitter_vs_teacher": round(float(np.mean([jitter(a) for a in o])) / ref_jitter, 4)})
     for r in results[1:]:
         r["vs_first"] = paired(results[0]["cosines"], r["cosines"])
     result = {"entries": results, "seeds": list(range(cfg.seed, cfg.seed + cfg.seeds)),

@@ -187,13 +187,16 @@ def _seed_summary(label: str, steps: int, outs: list[np.ndarray], refs: list[np.
     ``cosine_sem`` is the mean's standard error over the seeds: two rows whose means differ by less
     than about twice it are not told apart by this clip.
     """
-    cosines = [cosine(o, r) for o, r in zip(outs, refs)]
-    sem = standard_error(cosines)
-    return {"sampler": label, "steps": steps, "cosine_mean": round(float(np.mean(cosines)), 5),
-            "cosine_sem": round(sem, 5),
-            "cosine_median": round(float(np.median(cosines)), 5), "cosine_min": round(min(cosines), 5),
-            "cosines": [round(c, 5) for c in cosines],
+    return {"sampler": label, "steps": steps, **cosine_summary(outs, refs, places=5),
             "error_share": {g: round(v, 4) for g, v in error_shares(outs, refs).items()}}
+
+
+def cosine_summary(outs: list[np.ndarray], refs: list[np.ndarray], places: int) -> dict:
+    """Each seed's cosine to its reference, and their mean, standard error, median and minimum."""
+    c = [cosine(o, r) for o, r in zip(outs, refs)]
+    return {"cosine_mean": round(float(np.mean(c)), places), "cosine_sem": round(standard_error(c), places),
+            "cosine_median": round(float(np.median(c)), places), "cosine_min": round(min(c), places),
+            "cosines": [round(x, places) for x in c]}
 
 
 def standard_error(values: list[float]) -> float:
