@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -47,3 +48,9 @@ def clear_stale_parts(directory: str | Path) -> None:
     """Remove temp files that a killed ``atomic_path`` write left behind; the files they replaced are intact."""
     for stale in Path(directory).glob(".*.part*"):
         stale.unlink(missing_ok=True)
+
+
+def file_sha256(path: str | Path) -> str:
+    """The file's SHA-256 in hex."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

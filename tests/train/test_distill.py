@@ -12,6 +12,7 @@ from talkhead.errors import InputError
 from talkhead.cli import main
 from talkhead.motion.model import load, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips
+from talkhead.util import file_sha256
 from talkhead.motion.samplers import sample_ddim
 from talkhead.train.distill import (DistillConfig, _segment_targets, _teacher_steps, consistency_distill, distill,
                                     draw_steps, progressive_round, segment_bounds)
@@ -100,6 +101,9 @@ def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corp
     info = student.meta["distill"]
     assert student.timesteps() == grid[::4] and info["config"]["init"] == str(first)
     assert info["data"] == str(tiny_corpus)  # the corpus it learned from travels with it
+    # so do the exact files it learned from, which a shipped name alone would not pin down
+    assert info["teacher_sha256"] == file_sha256(tiny_teacher) and info["init_sha256"] == file_sha256(first)
+    assert info["teacher_sha256"] != info["init_sha256"]
     assert info["loss_last"] < info["loss_first"]
 
 

@@ -21,11 +21,11 @@ from tqdm import tqdm
 
 from talkhead.errors import InputError
 from talkhead.motion.losses import consistency_loss, ddim_step, progressive_loss, progressive_target
-from talkhead.motion.model import MotionModel, learns_from, load, with_depth, with_experts
+from talkhead.motion.model import MotionModel, learns_from, load, resolve, with_depth, with_experts
 from talkhead.train.data import WindowSampler, load_clips, warp_audio
 from talkhead.train.loop import cosine_decay, optimizer_step
 from talkhead.train.trajectory import PairsConfig, pairs_mse, teacher_pairs, trajectory_refine
-from talkhead.util import clear_stale_parts
+from talkhead.util import clear_stale_parts, file_sha256
 
 
 @dataclass(frozen=True)
@@ -313,7 +313,11 @@ def _sampler(teacher: MotionModel, data: str | Path, split: str) -> WindowSample
 def _finish(student: MotionModel, path: Path, cfg: DistillConfig, teacher: str, grid: list[int],
             losses: list[float], t0: float, log: Path, extra: dict | None = None) -> None:
     steps = len(student.sampling["timesteps"])
-    info = {"method": cfg.method, "teacher": teacher, "from_grid": grid, "config": asdict(cfg),
+    # Shipped names are re-pointed when a better file ships, so the digests say which weights this run saw.
+    sources = {"teacher_sha256": file_sha256(resolve(teacher))}
+    if cfg.init:
+        sources["init_sha256"] = file_sha256(resolve(cfg.init))
+    info = {"method": cfg.method, "teacher": teacher, **sources, "from_grid": grid, "config": asdict(cfg),
             "loss_first": sum(losses[:20]) / max(1, len(losses[:20])), "loss_last": sum(losses[-20:]) / max(1, len(losses[-20:])),
             "wall_s": round(time.time() - t0, 1), **(extra or {})}
     student.meta = {**student.meta, "kind": "student", "name": path.stem, "distill": info}
