@@ -14,6 +14,7 @@ from talkhead.motion.model import load
 from talkhead.train.data import WindowSampler, load_clips
 from talkhead.train.distill import DistillConfig, distill
 from talkhead.train.trajectory import PairsConfig, pairs_mse, student_run, teacher_pairs, trajectory_refine
+from talkhead.util import file_sha256
 
 
 @pytest.fixture(scope="module")
@@ -74,4 +75,6 @@ def test_distill_trajectory_cli_writes_a_refined_student(tiny_teacher, tiny_corp
     refined = meta["distill"]["refined"]
     assert meta["distill"]["method"] == "trajectory" and refined["init_distill"]["method"] == "progressive"
     assert set(refined["heldout_mse_to_teacher"]) == {"before", "after"}
+    assert meta["distill"]["data"] == str(tiny_corpus)
+    assert (meta["distill"]["teacher_sha256"], meta["distill"]["init_sha256"]) == (file_sha256(tiny_teacher), file_sha256(chain[-1]))
     assert meta["sampling"]["timesteps"] == load(chain[-1]).timesteps()

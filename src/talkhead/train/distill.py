@@ -232,9 +232,10 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     clear_stale_parts(out)  # a student write cut short by a kill: that round is simply run again
+    source = _source(teacher_name, data, cfg)
     teacher = load(teacher_name)
     if cfg.method == "trajectory":
-        return [_trajectory(teacher, teacher_name, data, out, cfg, progress)]
+        return [_trajectory(teacher, teacher_name, source, out, cfg, progress)]
     sampler = _sampler(teacher, data, "train")
     grid = teacher.schedule.timesteps(cfg.start_steps, "trailing")
     own = teacher.sampling.get("timesteps")
@@ -247,7 +248,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         if not path.exists():
             t0 = time.time()
             student, losses = consistency_distill(teacher, grid, sampler, cfg, progress)
-            _finish(student, path, cfg, teacher_name, grid, losses, t0, log, {"data": str(data)})
+            _finish(student, path, cfg, teacher_name, grid, losses, t0, log, source)
         return [path]
     if cfg.method != "progressive":
         raise InputError(f"unknown method {cfg.method!r}; use progressive, consistency or trajectory")
@@ -267,13 +268,13 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
         else:
             t0 = time.time()
             current, losses = progressive_round(current, grid, sampler, cfg, progress, init)
-            _finish(current, path, cfg, teacher_name, grid, losses, t0, log, {"data": str(data)})
+            _finish(current, path, cfg, teacher_name, grid, losses, t0, log, source)
         grid, init = current.timesteps(), None
         written.append(path)
     return written
 
 
-def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: Path, cfg: DistillConfig,
+def _trajectory(teacher: MotionModel, teacher_name: str, source: dict, out: Path, cfg: DistillConfig,
                 progress: bool) -> Path:
     """Refine ``cfg.init`` against stored teacher samples; held-out voices score it before and after."""
     if cfg.init is None:
@@ -282,7 +283,7 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
     path = out / f"student-{len(init.timesteps())}.safetensors"
     if path.exists():
         return path
-    t_pairs = time.time()
+    t_pairs, data = time.time(), source["data"]
     pcfg = PairsConfig(windows=cfg.pairs, teacher_steps=cfg.teacher_steps, seed=cfg.seed)
     train = teacher_pairs(teacher, _sampler(teacher, data, "train"), out / "pairs", pcfg, "train", progress)
     val = teacher_pairs(teacher, _sampler(teacher, data, "heldout"), out / "pairs",
@@ -290,10 +291,22 @@ def _trajectory(teacher: MotionModel, teacher_name: str, data: str | Path, out: 
     t0, before = time.time(), pairs_mse(init, val)
     student, losses = trajectory_refine(init, train, cfg.iters, cfg.batch, cfg.lr, cfg.velocity, cfg.seed, progress)
     mse = {"before": round(before, 6), "after": round(pairs_mse(student, val), 6)}
-    extra = {"data": str(data), "pairs_wall_s": round(t0 - t_pairs, 1),
+    extra = {**source, "pairs_wall_s": round(t0 - t_pairs, 1),
              "refined": {"init": cfg.init, "init_distill": init.meta.get("distill"), "heldout_mse_to_teacher": mse}}
     _finish(student, path, cfg, teacher_name, student.timesteps(), losses, t0, out / "distill.jsonl", extra)
     return path
+
+
+def _source(teacher_name: str, data: str | Path, cfg: DistillConfig) -> dict:
+    """What a run learns from, for its students' metadata: the corpus, and the teacher and starting files' SHA-256.
+
+    Shipped names are re-pointed when a better file ships, so the digests (taken as the run starts)
+    say which weights it saw.
+    """
+    source = {"data": str(data), "teacher_sha256": file_sha256(resolve(teacher_name))}
+    if cfg.init:
+        source["init_sha256"] = file_sha256(resolve(cfg.init))
+    return source
 
 
 def _load_init(name: str, teacher: MotionModel) -> MotionModel:
@@ -313,11 +326,7 @@ def _sampler(teacher: MotionModel, data: str | Path, split: str) -> WindowSample
 def _finish(student: MotionModel, path: Path, cfg: DistillConfig, teacher: str, grid: list[int],
             losses: list[float], t0: float, log: Path, extra: dict | None = None) -> None:
     steps = len(student.sampling["timesteps"])
-    # Shipped names are re-pointed when a better file ships, so the digests say which weights this run saw.
-    sources = {"teacher_sha256": file_sha256(resolve(teacher))}
-    if cfg.init:
-        sources["init_sha256"] = file_sha256(resolve(cfg.init))
-    info = {"method": cfg.method, "teacher": teacher, **sources, "from_grid": grid, "config": asdict(cfg),
+    info = {"method": cfg.method, "teacher": teacher, "from_grid": grid, "config": asdict(cfg),
             "loss_first": sum(losses[:20]) / max(1, len(losses[:20])), "loss_last": sum(losses[-20:]) / max(1, len(losses[-20:])),
             "wall_s": round(time.time() - t0, 1), **(extra or {})}
     student.meta = {**student.meta, "kind": "student", "name": path.stem, "distill": info}
