@@ -52,7 +52,7 @@ def _cmd_bench_steps(args: argparse.Namespace) -> None:
     from talkhead.bench.steps import StepsConfig, run_steps_bench
 
     cfg = StepsConfig(student=args.student, teacher=args.teacher, teacher_grid=args.teacher_grid,
-                      windows=args.windows, seed=args.seed)
+                      windows=args.windows, seed=args.seed, pairs=args.pairs)
     r = run_steps_bench(args.data, args.out, cfg)
     for t, extra in zip(r["timesteps"], r["step_excess"]):
         print(f"student step at t={t}: adds {extra:.6f} MSE to the teacher's {args.teacher_grid}-step grid")
@@ -107,6 +107,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--data", default="corpus/main", help="corpus whose held-out voices give the windows")
     s.add_argument("--windows", type=int, default=256, help="held-out windows (teacher S=50 samples, kept in OUT/pairs)")
     s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--pairs", help="folder for the teacher's samples (default OUT/pairs); give several runs the "
+                                   "same one to make them once (they depend on the teacher, corpus and seed only)")
     s.add_argument("--out", required=True)
     s.set_defaults(func=_cmd_bench_steps)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")

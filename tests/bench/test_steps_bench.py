@@ -55,3 +55,11 @@ def test_steps_bench_writes_json_and_plot(tiny_teacher, tiny_corpus, tmp_path, c
     assert "--teacher-grid" in capsys.readouterr().err
     assert main([*args, "--teacher-grid", "8"]) == 0  # reuses the stored teacher samples
     assert "adds" in capsys.readouterr().out
+    # Another output folder can share those samples instead of making its own.
+    stored = {p.name: p.stat().st_mtime_ns for p in (out / "pairs").iterdir()}
+    other = tmp_path / "other"
+    args[-1] = str(other)
+    assert main([*args, "--teacher-grid", "8", "--pairs", str(out / "pairs")]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "pairs").iterdir()} == stored
+    assert not (other / "pairs").exists()
+    assert json.loads((other / "steps.json").read_text())["student_mse"] == r["student_mse"]

@@ -50,6 +50,11 @@ def test_stored_samples_are_the_teachers_ddim_and_resume(teacher_and_sampler, tm
         next(other.denoiser.net.parameters()).add_(0.01)
     with pytest.raises(InputError, match="other settings"):
         teacher_pairs(other, sampler, tmp_path, cfg, progress=False)
+    # Windows from other clips (here the first half of the corpus) must not reuse them either.
+    fewer = copy.copy(sampler)
+    fewer.motion = sampler.motion[: len(sampler.motion) // 2]
+    with pytest.raises(InputError, match="other settings"):
+        teacher_pairs(teacher, fewer, tmp_path, cfg, progress=False)
 
 
 def test_refining_a_one_step_student_moves_it_onto_the_teacher(teacher_and_sampler, tmp_path):

@@ -31,6 +31,9 @@ class StepsConfig:
     teacher_grid: int = 32  # contains the student's timesteps (its distillation grid)
     windows: int = 256  # held-out-voice windows, scored against the teacher's S = 50 output
     seed: int = 1
+    # Where the teacher's samples are kept (default: OUT/pairs). They depend only on the teacher, the
+    # corpus and the seed, not on the student, so one folder can serve every candidate of a run.
+    pairs: str | None = None
 
 
 @torch.no_grad()
@@ -61,14 +64,15 @@ def step_attribution(student: MotionModel, teacher: MotionModel, pairs: dict[str
 
 def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsConfig(),
                     progress: bool = True) -> dict:
-    """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``out/pairs``."""
+    """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``cfg.pairs`` (or ``out/pairs``)."""
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     teacher, student = load(cfg.teacher), load(cfg.student)
     if not learns_from(student, teacher):
         raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (other inputs or another normalisation)")
     clips = load_clips(data, "heldout", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
-    pairs = teacher_pairs(teacher, sampler, out / "pairs", PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows),
+    pairs = teacher_pairs(teacher, sampler, cfg.pairs or out / "pairs", PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows),
                                                                        seed=cfg.seed), "heldout", progress)
     result = {"config": asdict(cfg), **step_attribution(student, teacher, pairs,
                                                         teacher.schedule.timesteps(cfg.teacher_grid, "trailing"))}

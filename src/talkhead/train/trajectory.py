@@ -66,8 +66,8 @@ def teacher_pairs(teacher: MotionModel, sampler: WindowSampler, directory: str |
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     n_chunks = math.ceil(cfg.windows / cfg.chunk)
-    meta = {"teacher": _fingerprint(teacher), "teacher_steps": str(cfg.teacher_steps), "chunk": str(cfg.chunk),
-            "seed": str(cfg.seed)}
+    meta = {"teacher": _fingerprint(teacher), "data": _data_fingerprint(sampler),
+            "teacher_steps": str(cfg.teacher_steps), "chunk": str(cfg.chunk), "seed": str(cfg.seed)}
     parts = []
     for c in tqdm(range(n_chunks), desc=f"teacher S={cfg.teacher_steps} samples ({tag})", disable=not progress):
         path = directory / f"{tag}-{c:04d}.safetensors"
@@ -86,11 +86,19 @@ def _fingerprint(model: MotionModel) -> str:
     return h.hexdigest()[:16]
 
 
+def _data_fingerprint(sampler: WindowSampler) -> str:
+    """A digest of the clips the windows are drawn from: a folder shared by runs must not mix corpora."""
+    h = hashlib.sha1()
+    for m in sampler.motion:
+        h.update(m.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def _load_chunk(path: Path, meta: dict[str, str]) -> dict[str, Tensor]:
     with safe_open(str(path), framework="pt") as f:
         if f.metadata() != meta:
             raise InputError(f"{path} was made with other settings ({f.metadata()}, not {meta}); "
-                             f"remove {path.parent} or write to another --out")
+                             f"remove {path.parent} or use another folder")
         return {k: f.get_tensor(k) for k in f.keys()}
 
 
