@@ -64,7 +64,7 @@ def step_attribution(student: MotionModel, teacher: MotionModel, pairs: dict[str
 
 def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsConfig(),
                     progress: bool = True) -> dict:
-    """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples are kept under ``cfg.pairs`` (or ``out/pairs``)."""
+    """Write ``out/steps.json`` and ``out/steps.png``; the teacher's samples go to ``cfg.pairs`` or ``out/pairs``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     teacher, student = load(cfg.teacher), load(cfg.student)
@@ -72,8 +72,8 @@ def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsC
         raise InputError(f"{cfg.student} is not a student of {cfg.teacher} (other inputs or another normalisation)")
     clips = load_clips(data, "heldout", teacher.features)
     sampler = WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
-    pairs = teacher_pairs(teacher, sampler, cfg.pairs or out / "pairs", PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows),
-                                                                       seed=cfg.seed), "heldout", progress)
+    pcfg = PairsConfig(windows=cfg.windows, chunk=min(256, cfg.windows), seed=cfg.seed)
+    pairs = teacher_pairs(teacher, sampler, cfg.pairs or out / "pairs", pcfg, "heldout", progress)
     result = {"config": asdict(cfg), **step_attribution(student, teacher, pairs,
                                                         teacher.schedule.timesteps(cfg.teacher_grid, "trailing"))}
     atomic_write(out / "steps.json", json.dumps(result, indent=1).encode())
