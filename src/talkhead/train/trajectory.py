@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def teacher_pairs(teacher: MotionModel, sampler: WindowSampler, directory: str |
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     n_chunks = math.ceil(cfg.windows / cfg.chunk)
-    meta = {"teacher": _fingerprint(teacher), "data": _data_fingerprint(sampler),
+    meta = {"teacher": _fingerprint(teacher.denoiser.net.state_dict().values()), "data": _fingerprint(sampler.motion),
             "teacher_steps": str(cfg.teacher_steps), "chunk": str(cfg.chunk), "seed": str(cfg.seed)}
     parts = []
     for c in tqdm(range(n_chunks), desc=f"teacher S={cfg.teacher_steps} samples ({tag})", disable=not progress):
@@ -78,19 +79,12 @@ def teacher_pairs(teacher: MotionModel, sampler: WindowSampler, directory: str |
     return {k: torch.cat([p[k] for p in parts])[: cfg.windows] for k in parts[0]}
 
 
-def _fingerprint(model: MotionModel) -> str:
-    """A digest of the weights: stored samples from another teacher must not be mixed in."""
+def _fingerprint(tensors: Iterable[Tensor]) -> str:
+    """A digest of tensors' values. Stored samples record one of the teacher's weights and one of the
+    clips the windows are drawn from, so a folder never mixes in another teacher's or corpus' samples."""
     h = hashlib.sha1()
-    for v in model.denoiser.net.state_dict().values():
+    for v in tensors:
         h.update(v.detach().float().cpu().numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
-def _data_fingerprint(sampler: WindowSampler) -> str:
-    """A digest of the clips the windows are drawn from: a folder shared by runs must not mix corpora."""
-    h = hashlib.sha1()
-    for m in sampler.motion:
-        h.update(m.numpy().tobytes())
     return h.hexdigest()[:16]
 
 
