@@ -74,3 +74,16 @@ def tiny_corpus(tmp_path_factory):
 def tiny_teacher(tiny_corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("teacher")
     return train(tiny_corpus, out, TINY, tiny_train_cfg(steps=40), progress=False)
+
+
+@pytest.fixture(scope="session")
+def real_corpus(tmp_path_factory):
+    """The real recordings in tests/assets/speech, force-aligned: 2 held-out clips, 2 training clips (seed 3)."""
+    from pathlib import Path
+
+    from talkhead.data.real import AlignConfig, align_folder
+
+    speech = Path(__file__).resolve().parent / "assets" / "speech"
+    out = tmp_path_factory.mktemp("real") / "corpus"
+    align_folder(speech, speech / "transcripts.txt", out, AlignConfig(speaker="real", heldout=0.5, seed=3))
+    return out

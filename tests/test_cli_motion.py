@@ -85,3 +85,26 @@ def test_export_of_several_runs_ships_the_mean_of_their_weights(tiny_teacher, ti
     bad = ["models", "--export", str(runs[0]), str(tiny_teacher), "--name", "x", "--dir", str(out)]
     assert main(bad) == 2 and "same network, step grid" in capsys.readouterr().err
     assert not (out / "x.safetensors").exists()
+
+
+def test_transcript_aligns_real_speech_and_drives_the_lips(tmp_path, capsys):
+    from pathlib import Path
+
+    from talkhead.audio.align import align
+    from talkhead.audio.io import load_audio
+    from talkhead.rig import target_motion
+
+    wav = Path(__file__).resolve().parent / "assets" / "speech" / "arctic_a0009.wav"
+    text = "He turned sharply, and faced Gregson across the table."
+    out = tmp_path / "m.npy"
+    assert main(["motion", "--audio", str(wav), "--transcript", text, "-o", str(out)]) == 0
+    audio = load_audio(wav)
+    want = target_motion(audio, 16_000, align(audio, text), seed=0)
+    assert np.allclose(load_motion(out), want, atol=1e-6)  # --transcript implies the phones driver
+    capsys.readouterr()
+    assert main(["motion", "--audio", str(wav), "--transcript", "Completely different words here.", "-o", str(out)]) == 2
+    assert "does not fit" in capsys.readouterr().err
+    assert main(["motion", "--text", "Hi.", "--transcript", "Hi.", "-o", str(out)]) == 2
+    assert "--transcript goes with --audio" in capsys.readouterr().err
+    assert main(["generate", "--text", "Hi.", "--transcript", "Hi.", "-o", str(tmp_path / "v.mp4")]) == 2
+    assert not (tmp_path / "v.mp4").exists()

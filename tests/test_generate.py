@@ -10,6 +10,7 @@ from talkhead.audio.tts import synthesize
 from talkhead.cli import main
 from talkhead.pipeline import GenerateConfig, MotionConfig, generate
 from talkhead.rig.io import load_motion
+from talkhead.rig.spec import SPEC
 from talkhead.video import probe
 
 
@@ -40,6 +41,21 @@ def test_generate_from_an_audio_file_with_a_model(tmp_path, tiny_teacher):
                  "--size", "128", "--quiet"]) == 0
     p = probe(out)
     assert p["video_frames"] == int(np.ceil(len(speech.wav) / 640))
+
+
+def test_generate_from_a_real_recording_and_its_transcript(tmp_path):
+    from pathlib import Path
+
+    wav = Path(__file__).resolve().parent / "assets" / "speech" / "allison-agent-alreadyon.wav"
+    out, motion = tmp_path / "r.mp4", tmp_path / "r.csv"
+    text = "That agent is already logged on. Please enter your agent number followed by the pound key."
+    assert main(["generate", "--audio", str(wav), "--transcript", text, "-o", str(out), "--size", "128",
+                 "--motion-out", str(motion), "--quiet"]) == 0
+    m = load_motion(motion)
+    assert probe(out)["video_frames"] == len(m) == 138  # 5.52 s of 8 kHz telephone speech
+    # Driven by the aligned phones: the lips close on the bilabials of "number" and "by" and open between.
+    jaw = m[:, SPEC["jawOpen"]]
+    assert jaw.max() > 0.5 and jaw.min() < 0.05
 
 
 def test_cadence_keeps_keyframes_and_blends_between(tmp_path):
@@ -119,3 +135,11 @@ def test_generate_portrait_video(tmp_path):
                  "-o", str(out), "--quiet"]) == 0
     p = probe(out)
     assert (p["width"], p["height"]) == (96, 160)
+
+
+def test_unwritable_output_and_zero_steps_are_one_line_errors(tmp_path, capsys):
+    assert main(["generate", "--text", "Hi.", "-o", "/proc/x.mp4", "--quiet"]) == 2
+    assert "cannot write to /proc" in capsys.readouterr().err
+    assert main(["generate", "--text", "Hi.", "--steps", "0", "-o", str(tmp_path / "x.mp4"), "--quiet"]) == 2
+    assert "--steps must be at least 1" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

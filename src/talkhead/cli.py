@@ -55,6 +55,28 @@ def _cmd_data_synth(args: argparse.Namespace) -> None:
     print(f"{args.out}: {len(rows)} clips, {minutes:.1f} min of speech")
 
 
+def _cmd_data_align(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from talkhead.data.real import AlignConfig, align_folder
+
+    if not 0.0 <= args.heldout <= 1.0:
+        raise InputError(f"--heldout must be a share in [0, 1], got {args.heldout}")
+    cfg = AlignConfig(speaker=args.speaker, heldout=args.heldout, min_s=args.min_seconds, seed=args.seed)
+    bar = tqdm(total=None, unit="clip", desc="align", disable=args.quiet)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    rows, skipped = align_folder(args.audio_dir, args.transcripts, args.out, cfg, progress)
+    bar.close()
+    held = sum(r["split"] == "heldout" for r in rows)
+    minutes = sum(r["duration"] for r in rows) / 60
+    print(f"{args.out}: {len(rows)} clips ({held} held out), {minutes:.1f} min; {len(skipped)} skipped "
+          f"(reasons in {Path(args.out) / 'report.json'})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="talkhead", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -78,6 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ds.add_argument("--quiet", action="store_true", help="no progress bar")
     ds.set_defaults(func=_cmd_data_synth)
+
+    da = dsub.add_parser("align", help="real recordings + transcripts -> force-aligned clips (corpus format)")
+    da.add_argument("audio_dir", help="folder of recordings; an id 'a/b' names the file a/b.wav (or .flac, .mp3)")
+    da.add_argument("--transcripts", required=True, help="text file: 'ID: what is said' per line")
+    da.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
+    da.add_argument("--speaker", default="real", help="speaker name for per-speaker figures (default: real)")
+    da.add_argument("--heldout", type=float, default=1.0,
+                    help="share of clips for evaluation, picked by a hash of the id (default 1: all)")
+    da.add_argument("--min-seconds", type=float, default=0.5, help="skip shorter recordings (default 0.5)")
+    da.add_argument("--seed", type=int, default=0, help="seeds the split and the non-verbal motion")
+    da.add_argument("--quiet", action="store_true", help="no progress bar")
+    da.set_defaults(func=_cmd_data_align)
 
     for register in _extra_commands():
         register(sub)

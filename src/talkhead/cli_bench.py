@@ -76,6 +76,42 @@ def _cmd_bench_render(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}")
 
 
+def _cmd_bench_frontend(args: argparse.Namespace) -> None:
+    from talkhead.bench.frontend import run_frontend_bench
+
+    run_frontend_bench(args.data, args.real, args.out, train_clips=args.train_clips)
+    print(f"wrote {Path(args.out) / 'frontend.json'} and {Path(args.out) / 'frontend.png'}")
+
+
+def _cmd_bench_real(args: argparse.Namespace) -> None:
+    from talkhead.bench.compare import parse_entry
+    from talkhead.bench.realspeech import run_real_bench
+
+    run_real_bench([parse_entry(m) for m in args.models], args.real, args.out, tts=args.data, tts_clips=args.tts_clips,
+                   progress=not args.quiet)
+    print(f"wrote {Path(args.out) / 'real.json'} and {Path(args.out) / 'real.png'}")
+
+
+def _register_speech(bsub: argparse._SubParsersAction) -> None:
+    """``bench frontend`` and ``bench real``: the audio front end and lip sync on real recordings."""
+    f = bsub.add_parser("frontend", help="audio front ends: a lip-sync probe on held-out TTS voices and real speech")
+    f.add_argument("--data", default="corpus/main", help="TTS corpus: the probe trains on its training voices")
+    f.add_argument("--real", nargs="+", default=["corpus/allison", "corpus/arctic"],
+                   help="aligned real-speech corpora (talkhead data align); their held-out split is scored")
+    f.add_argument("--train-clips", type=int, default=160)
+    f.add_argument("--out", required=True)
+    f.set_defaults(func=_cmd_bench_frontend)
+    rs = bsub.add_parser("real", help="lip sync on real recordings (aligned corpora): per model, speaker, recording")
+    rs.add_argument("models", nargs="+", metavar="MODEL", help="NAME[@STEPS[:SAMPLER]], e.g. teacher, student-1")
+    rs.add_argument("--real", nargs="+", default=["corpus/allison", "corpus/arctic"],
+                    help="aligned real-speech corpora (recipes/real_speech.sh); their held-out splits are scored")
+    rs.add_argument("--data", default="corpus/main", help="TTS corpus whose held-out voices are scored too")
+    rs.add_argument("--tts-clips", type=int, default=48)
+    rs.add_argument("--quiet", action="store_true")
+    rs.add_argument("--out", required=True)
+    rs.set_defaults(func=_cmd_bench_real)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="benchmarks (JSON + plot)")
     bsub = b.add_subparsers(dest="bench_command", required=True)
@@ -111,6 +147,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "same one to make them once (they depend on the teacher, corpus and seed only)")
     s.add_argument("--out", required=True)
     s.set_defaults(func=_cmd_bench_steps)
+    _register_speech(bsub)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")

@@ -17,7 +17,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
                         init=args.init, pairs=args.pairs, teacher_steps=args.teacher_steps,
                         step_weights=_numbers(args.step_weights, "--step-weights", float, "3,1,1,5"),
                         segments=_numbers(args.segments, "--segments", int, "8,12,8,4"), experts=args.experts,
-                        warp=args.warp, depth=args.depth, average=args.average)
+                        warp=args.warp, depth=args.depth, average=args.average, augmented=args.augment)
     for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
         print(f"wrote {path}")
 
@@ -74,6 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--pairs", type=int, default=8192,
                    help="trajectory: teacher sample windows to regress onto (stored under OUT/pairs, resumable)")
     d.add_argument("--teacher-steps", type=int, default=50, help="trajectory: the teacher's DDIM steps for them")
+    d.add_argument("--augment", type=int, default=0,
+                   help="progressive/consistency: augmented copies of each clip's audio (telephone, room, noise)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--threads", type=int, default=0)
     d.add_argument("--quiet", action="store_true")

@@ -16,6 +16,27 @@ def size_arg(text: str) -> tuple[int, int]:
     return w, h
 
 
+def driver_arg(args: argparse.Namespace) -> str:
+    """``--driver``'s value; unset, it is 'phones' when a --transcript gives the true phones, else 'model'."""
+    if args.transcript is not None and args.text is not None:
+        from talkhead.errors import InputError
+
+        raise InputError("--transcript goes with --audio, not --text (the TTS knows its own phones)")
+    return args.driver or ("phones" if args.transcript is not None else "model")
+
+
+def add_speech_args(p: argparse.ArgumentParser) -> None:
+    """--audio, --text, --transcript, --voice and --driver: shared by generate and motion."""
+    p.add_argument("--audio", help="speech: WAV, FLAC, MP3 or a video file's audio")
+    p.add_argument("--text", help="text to speak with the built-in TTS")
+    p.add_argument("--transcript", help="what --audio says: aligned to the recording, its phones drive the lips "
+                                        "(the best lip sync for real speech; implies --driver phones)")
+    p.add_argument("--voice", default="us-female", help="TTS voice (talkhead tts --list-voices)")
+    p.add_argument("--driver", choices=["model", "phones"], default=None,
+                   help="'phones': drive the face from phoneme targets instead of the model (needs --text or "
+                        "--transcript); default: phones with --transcript, else model")
+
+
 def _cmd_generate(args: argparse.Namespace) -> None:
     import torch
 
@@ -24,8 +45,9 @@ def _cmd_generate(args: argparse.Namespace) -> None:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: no CUDA device is available")
-    motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=args.driver)
-    cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, voice=args.voice, motion=motion,
+    motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=driver_arg(args))
+    cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, transcript=args.transcript,
+                         voice=args.voice, motion=motion,
                          size=args.size, cadence_stride=args.cadence_stride, device=args.device)
     info = generate(cfg, args.out, motion_out=args.motion_out, progress=not args.quiet)
     print(f"wrote {args.out}: {info['frames']} frames, {info['seconds']:.2f} s")
@@ -34,14 +56,10 @@ def _cmd_generate(args: argparse.Namespace) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="make a talking-head video (mp4) from a photo and speech")
     g.add_argument("--image", help="face photo (default: the astronaut from scikit-image)")
-    g.add_argument("--audio", help="speech: WAV, FLAC, MP3 or a video file's audio")
-    g.add_argument("--text", help="text to speak with the built-in TTS")
-    g.add_argument("--voice", default="us-female", help="TTS voice (talkhead tts --list-voices)")
+    add_speech_args(g)
     g.add_argument("-o", "--out", required=True, help="output .mp4")
     g.add_argument("--model", default=None, help="motion model (talkhead models); default: the best shipped")
     g.add_argument("--steps", type=int, default=None, help="sampling steps (default: the model's own)")
-    g.add_argument("--driver", choices=["model", "phones"], default="model",
-                   help="'phones': drive the face from phoneme targets instead of the model (needs --text)")
     g.add_argument("--size", type=size_arg, default=(512, 512),
                    help="frame size: N for N x N, or WIDTHxHEIGHT such as 1080x1920 (default 512)")
     g.add_argument("--cadence-stride", type=int, default=1, help="render every K-th frame, blend the rest")

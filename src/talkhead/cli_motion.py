@@ -6,13 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
+from talkhead.cli_generate import add_speech_args
 from talkhead.errors import InputError
 
 
 def _cmd_motion(args: argparse.Namespace) -> None:
     from talkhead.audio.io import load_audio
-    from talkhead.audio.tts import Speech, synthesize
-    from talkhead.pipeline import MotionConfig, motion_from_speech
+    from talkhead.audio.tts import synthesize
+    from talkhead.cli_generate import driver_arg
+    from talkhead.pipeline import MotionConfig, motion_from_speech, speech_from_recording
     from talkhead.rig.io import save_motion
 
     out = Path(args.out)
@@ -20,9 +22,10 @@ def _cmd_motion(args: argparse.Namespace) -> None:
         raise InputError(f"output must end in .csv or .npy: {out}")
     if (args.audio is None) == (args.text is None):
         raise InputError("give exactly one of --audio FILE or --text TEXT")
-    speech = synthesize(args.text, args.voice) if args.text else Speech(load_audio(args.audio), 16_000, [])
+    driver = driver_arg(args)
+    speech = synthesize(args.text, args.voice) if args.text else speech_from_recording(load_audio(args.audio), args.transcript)
     cfg = MotionConfig(model=args.model, steps=args.steps, sampler=args.sampler, seed=args.seed,
-                       guidance=args.guidance, driver=args.driver)
+                       guidance=args.guidance, driver=driver)
     motion = motion_from_speech(speech, cfg)
     save_motion(out, motion)
     print(f"wrote {out}: {len(motion)} frames at 25 fps ({len(motion) / 25:.2f} s)")
@@ -83,13 +86,9 @@ def _sampling_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("motion", help="speech -> 58-channel motion CSV (ARKit blendshapes + head pose, 25 fps)")
-    m.add_argument("--audio", help="WAV, FLAC, MP3 or a video's audio track; any rate, mono or stereo")
-    m.add_argument("--text", help="speak this text instead (built-in TTS)")
-    m.add_argument("--voice", default="us-female")
+    add_speech_args(m)
     m.add_argument("-o", "--out", required=True, help="output .csv (Live Link Face style) or .npy")
     m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--driver", choices=["model", "phones"], default="model",
-                   help="'phones': phoneme targets instead of the model (needs --text)")
     _sampling_args(m)
     m.set_defaults(func=_cmd_motion)
 
@@ -101,7 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=_cmd_models)
 
     e = sub.add_parser("eval", help="evaluate a motion model on a corpus' held-out voices (JSON)")
-    e.add_argument("--data", required=True, help="corpus directory")
+    e.add_argument("--data", required=True, nargs="+",
+                   help="corpus directories (synthetic or aligned real speech); their held-out splits are pooled")
     e.add_argument("--clips", type=int, default=None, help="limit the number of held-out clips")
     e.add_argument("--seeds", type=int, default=3, help="samples per clip for diversity")
     e.add_argument("--out", help="write the JSON here too")

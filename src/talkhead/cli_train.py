@@ -10,6 +10,7 @@ from talkhead.errors import InputError
 def _cmd_train(args: argparse.Namespace) -> None:
     import torch
 
+    from talkhead.audio.features import FeatureConfig
     from talkhead.motion.denoiser import DenoiserConfig
     from talkhead.train.loop import TrainConfig, train
 
@@ -19,18 +20,28 @@ def _cmd_train(args: argparse.Namespace) -> None:
         raise InputError("--device cuda: no CUDA device is available")
     if args.audio_kernel < 1 or args.audio_kernel % 2 == 0:
         raise InputError(f"--audio-kernel must be an odd number >= 1, got {args.audio_kernel}")
-    model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads, audio_kernel=args.audio_kernel)
+    features = FeatureConfig(kind=args.features)
+    model_cfg = DenoiserConfig(width=args.width, depth=args.depth, heads=args.heads, audio_kernel=args.audio_kernel,
+                               audio_dim=features.dim)
     cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, val_every=args.val_every,
                       ckpt_every=args.ckpt_every, seed=args.seed, device=args.device, val_clips=args.val_clips,
                       snr_min=args.snr_min, snr_max=args.snr_max, velocity=args.velocity,
-                      stop_at=args.stop_at)
-    path = train(args.data, args.out, model_cfg, cfg, resume=args.resume, progress=not args.quiet)
+                      stop_at=args.stop_at, augmented=args.augment)
+    if args.augment < 0:
+        raise InputError(f"--augment must be >= 0, got {args.augment}")
+    path = train(args.data, args.out, model_cfg, cfg, resume=args.resume, progress=not args.quiet, features=features)
     print(f"wrote {path}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train", help="train the motion diffusion teacher on a corpus")
-    t.add_argument("--data", required=True, help="corpus directory (talkhead data synth)")
+    t.add_argument("--data", required=True, nargs="+",
+                   help="corpus directories (talkhead data synth / data align), pooled; the first one's "
+                        "held-out voices validate")
+    t.add_argument("--features", choices=["logmel", "whisper"], default="logmel",
+                   help="audio front end, recorded in the checkpoint (README, 'Real speech')")
+    t.add_argument("--augment", type=int, default=0,
+                   help="augmented copies of each clip's audio (telephone, room, noise, level), cached per corpus")
     t.add_argument("--out", required=True, help="run directory: checkpoints, metrics.jsonl")
     t.add_argument("--steps", type=int, default=4000)
     t.add_argument("--batch", type=int, default=64)

@@ -24,6 +24,10 @@ class MotionConfig:
     seed: int = 0
     driver: str = "model"  # "model" or "phones"
 
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.steps < 1:
+            raise InputError(f"--steps must be at least 1, got {self.steps}")
+
 
 def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig()) -> np.ndarray:
     """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640)."""
@@ -62,6 +66,7 @@ class GenerateConfig:
     image: str | None = None  # None: the astronaut photo bundled with scikit-image
     audio: str | None = None
     text: str | None = None
+    transcript: str | None = None  # what --audio says: aligned to it, its phones can drive the lips
     voice: str = "us-female"
     motion: MotionConfig = MotionConfig()
     size: int | tuple[int, int] = 512  # N (square) or (width, height)
@@ -78,8 +83,19 @@ def load_speech(cfg: GenerateConfig) -> Speech:
     if (cfg.audio is None) == (cfg.text is None):
         raise InputError("give exactly one of --audio FILE or --text TEXT")
     if cfg.text is not None:
+        if cfg.transcript is not None:
+            raise InputError("--transcript goes with --audio (the TTS knows its own phones)")
         return synthesize(cfg.text, cfg.voice)
-    return Speech(load_audio(cfg.audio), 16_000, [])
+    return speech_from_recording(load_audio(cfg.audio), cfg.transcript)
+
+
+def speech_from_recording(wav: np.ndarray, transcript: str | None = None) -> Speech:
+    """A recording as Speech; with its transcript, force-aligned so that it carries phone timings."""
+    if transcript is None:
+        return Speech(wav, 16_000, [])
+    from talkhead.audio.align import align
+
+    return Speech(wav, 16_000, align(wav, transcript))
 
 
 def render_frames(renderer, motion: np.ndarray, stride: int, batch: int = 32):
@@ -113,17 +129,14 @@ def cadence_motion(motion: np.ndarray, stride: int) -> np.ndarray:
 
 def check_output(path: str, suffix: str = ".mp4") -> None:
     """Refuse a bad output path before any work is done."""
-    import os
     from pathlib import Path
+
+    from talkhead.util import check_writable
 
     p = Path(path)
     if p.suffix.lower() != suffix:
         raise InputError(f"output must be a {suffix} file: {p}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"output directory does not exist: {parent}")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"output directory is not writable: {parent}")
+    check_writable(p)
 
 
 def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progress: bool = True) -> dict:

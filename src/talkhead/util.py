@@ -16,6 +16,17 @@ from talkhead.errors import InputError
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
     path = Path(path)
+    tmp = _create_beside(path)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _create_beside(path: Path) -> Path:
+    """Create an empty temporary file in ``path``'s folder, or raise InputError saying why it cannot be."""
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"output directory does not exist: {parent}")
@@ -23,16 +34,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise InputError(f"output directory is not writable: {parent}")
     # Not mkstemp: its files are 0600; a file opened with 0666 gets the user's umask like any other output.
     tmp = parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.part{path.suffix}"
-    try:
+    try:  # access() says yes to root almost everywhere (/proc too); only a real create tells
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except OSError as e:
         raise InputError(f"cannot write to {parent}: {e.strerror}") from None
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    return tmp
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse, before any work is done, an output path whose folder cannot take a new file."""
+    Path(_create_beside(Path(path))).unlink()
 
 
 def atomic_write(path: str | Path, data: bytes) -> None:

@@ -9,13 +9,15 @@ temporary file in the same directory and renamed; any failure removes it.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
+
+from talkhead.errors import InputError
+from talkhead.util import atomic_path
 
 AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000)
 
@@ -100,12 +102,6 @@ def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray, sample_r
     return n
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.ndarray,
               sample_rate: int, fps: int = 25,
               progress: Callable[[int], None] | None = None) -> Path:
@@ -116,17 +112,12 @@ def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.n
     path = Path(path)
     if sample_rate <= 0 or fps <= 0:
         raise ValueError("sample_rate and fps must be positive")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".part.mp4", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create output directory {path.parent}: {e.strerror}") from None
+    with atomic_path(path) as tmp:  # the temporary name keeps .mp4, so PyAV picks the container from it
         _encode(tmp, frames, audio, sample_rate, fps, progress)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it private; give it normal rights
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

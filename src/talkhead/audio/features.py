@@ -1,9 +1,13 @@
-"""Log-mel audio features, one row per 25 fps video frame, computed with torch.
+"""Audio front ends: speech -> one row of features per 25 fps video frame.
 
-80 mel bands from a 25 ms window every 10 ms; the four mel frames that fall
-inside each 40 ms video frame are stacked, giving 320 values per frame. The
-denoiser sees whole windows, which gives it the look-ahead and look-back that
-coarticulation needs.
+Two kinds, chosen by measurement (README, "Real speech") and recorded in every checkpoint:
+
+- ``logmel``: 80 mel bands from a 25 ms window every 10 ms; the four mel frames that fall inside
+  each 40 ms video frame are stacked, giving 320 values per frame.
+- ``whisper``: the Whisper tiny.en encoder's states (``talkhead.audio.whisper``), its two 50 Hz
+  rows per video frame averaged (384 values) or side by side (768).
+
+The denoiser sees whole windows, which gives it the look-ahead and look-back that coarticulation needs.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from talkhead.rig.spec import FPS
 
 @dataclass(frozen=True)
 class FeatureConfig:
-    """Mel front end: 16 kHz input, 80 bands, 10 ms hop."""
+    """Front end settings: 16 kHz input; ``kind`` picks log-mel (80 bands, 10 ms hop) or Whisper states."""
 
+    kind: str = "logmel"  # "logmel" | "whisper"; checkpoints from before the field are log-mel
+    pool: str = "mean"  # whisper: "mean" of the two 50 Hz rows of a frame (384 values), or "stack" them (768)
     sample_rate: int = 16_000
     n_fft: int = 512
     win_length: int = 400
@@ -36,7 +42,18 @@ class FeatureConfig:
 
     @property
     def dim(self) -> int:
+        if self.kind == "whisper":
+            return 768 if self.pool == "stack" else 384
         return self.n_mels * self.mels_per_frame
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown audio front end {self.kind!r}; known: {', '.join(KINDS)}")
+        if self.pool not in ("stack", "mean"):
+            raise ValueError(f"unknown pooling {self.pool!r}; known: stack, mean")
+
+
+KINDS = ("logmel", "whisper")
 
 
 def _hz_to_mel(f: np.ndarray) -> np.ndarray:
@@ -71,3 +88,24 @@ def log_mel(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()
     if mel.shape[0] < t * k:
         mel = torch.nn.functional.pad(mel, (0, 0, 0, t * k - mel.shape[0]), value=float(np.log(1e-6)))
     return mel.reshape(t, k * cfg.n_mels)
+
+
+def extract(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
+    """Mono 16 kHz audio [N] -> raw features [T, cfg.dim], T = ceil(N / 640), by the front end ``cfg`` names."""
+    if cfg.kind == "logmel":
+        return log_mel(wav, cfg)
+    from talkhead.audio.whisper import whisper_features
+
+    x = np.asarray(wav, np.float32)
+    feats = whisper_features(x, n_frames(len(x), cfg.sample_rate))
+    if cfg.pool == "mean":
+        feats = 0.5 * (feats[:, :384] + feats[:, 384:])
+    return torch.from_numpy(feats)
+
+
+@lru_cache(maxsize=8)
+def silence_row(cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
+    """The raw features of one frame of silence [cfg.dim]: what pads a window past the end of speech."""
+    if cfg.kind == "logmel":
+        return log_mel(np.zeros(640, np.float32), cfg)[0]
+    return extract(np.zeros(cfg.sample_rate, np.float32), cfg)[12]  # mid-second: no edge effects

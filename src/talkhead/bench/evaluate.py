@@ -13,7 +13,7 @@ from talkhead.bench.metrics import blink_rate, head_stats, lipsync_r, mouth_mse
 from talkhead.motion.model import MotionModel
 from talkhead.motion.windows import window_starts
 from talkhead.rig.spec import SPEC
-from talkhead.train.data import load_clips
+from talkhead.train.data import load_corpora
 
 
 def seam_ratio(motions: list[np.ndarray], std: np.ndarray, window: int = 80, overlap: int = 10) -> float:
@@ -40,10 +40,15 @@ def _diversity(samples: np.ndarray) -> dict[str, float]:
 
 
 @torch.no_grad()
-def evaluate(model: MotionModel, data: str | Path, steps: int | None = None, sampler: str | None = None,
-             seeds: int = 3, clips: int | None = None, guidance: float = 1.0, progress: bool = True) -> dict:
-    """Lip sync per held-out voice, mouth MSE, blinks, head motion, diversity across seeds, window seams."""
-    val = load_clips(data, "heldout", model.features, limit=clips)
+def evaluate(model: MotionModel, data: str | Path | list[str | Path], steps: int | None = None,
+             sampler: str | None = None, seeds: int = 3, clips: int | None = None, guidance: float = 1.0,
+             progress: bool = True) -> dict:
+    """Lip sync per held-out voice and per clip, mouth MSE, blinks, head motion, diversity across seeds, seams.
+
+    ``data`` is one corpus or several (their held-out splits pooled), synthetic or aligned real speech.
+    """
+    corpora = data if isinstance(data, (list, tuple)) else [data]
+    val = load_corpora(corpora, "heldout", model.features, limit=clips)
     gens, targets, voices, divs = [], [], [], []
     for audio, motion, row in tqdm(list(zip(val.audio, val.motion, val.rows)), desc="eval", disable=not progress):
         a = ((audio - model.norm.audio_mean) / model.norm.audio_std)[None].expand(seeds, -1, -1)
@@ -63,6 +68,7 @@ def evaluate(model: MotionModel, data: str | Path, steps: int | None = None, sam
         "clips": len(gens), "seeds": seeds, "steps": steps or len(model.timesteps()), "sampler": sampler or model.sampling.get("sampler"),
         "lipsync_r": lipsync_r(gens, targets),
         "lipsync_r_per_voice": {v: lipsync_r([gens[i] for i in ix], [targets[i] for i in ix]) for v, ix in per_voice.items()},
+        "lipsync_r_per_clip": {r["id"]: round(lipsync_r([g], [t]), 4) for r, g, t in zip(val.rows, gens, targets)},
         "mouth_mse": mouth_mse(gens, targets),
         "blink_rate_per_min": float(np.mean([blink_rate(g) for g in gens])),
         "target_blink_rate_per_min": float(np.mean([blink_rate(t) for t in targets])),

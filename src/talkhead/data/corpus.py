@@ -76,20 +76,24 @@ def _clip(cfg: CorpusConfig, shard: int, index: int) -> tuple[dict, np.ndarray, 
     return row, audio, motion
 
 
-def _make_shard(args: tuple[CorpusConfig, int, str]) -> list[dict]:
-    cfg, shard, out = args
+def write_shard(path: Path, clips: list[tuple[dict, np.ndarray, np.ndarray]]) -> list[dict]:
+    """Store (row, int16 audio, motion) clips in one shard file, atomically; returns the rows."""
     arrays: dict[str, np.ndarray] = {}
-    rows = []
-    for i in range(cfg.clips_per_shard):
-        row, audio, motion = _clip(cfg, shard, i)
+    for row, audio, motion in clips:
         arrays[f"{row['id']}/audio"] = audio
         arrays[f"{row['id']}/motion"] = motion
-        rows.append(row)
+    rows = [row for row, _, _ in clips]
     arrays["rows"] = np.frombuffer(json.dumps(rows).encode(), np.uint8)
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    atomic_write(Path(out) / rows[0]["shard"], buf.getvalue())
+    atomic_write(path, buf.getvalue())
     return rows
+
+
+def _make_shard(args: tuple[CorpusConfig, int, str]) -> list[dict]:
+    cfg, shard, out = args
+    clips = [_clip(cfg, shard, i) for i in range(cfg.clips_per_shard)]
+    return write_shard(Path(out) / clips[0][0]["shard"], clips)
 
 
 def read_shard_rows(path: Path) -> list[dict]:

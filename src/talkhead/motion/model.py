@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from talkhead.audio.features import FeatureConfig, log_mel
+from talkhead.audio.features import FeatureConfig, extract, silence_row
 from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
 from talkhead.errors import InputError
 from talkhead.motion.denoiser import Denoiser, DenoiserConfig, make_network, same_interface
@@ -61,7 +61,7 @@ class MotionModel:
 
     def audio_features(self, wav: np.ndarray) -> Tensor:
         """Mono 16 kHz audio [N] -> normalised features [T, A]."""
-        return (log_mel(wav, self.features) - self.norm.audio_mean) / self.norm.audio_std
+        return (extract(wav, self.features) - self.norm.audio_mean) / self.norm.audio_std
 
     def normalize(self, motion: Tensor) -> Tensor:
         return (motion - self.norm.motion_mean.to(motion)) / self.norm.motion_std.to(motion)
@@ -89,7 +89,7 @@ class MotionModel:
         b, n, _ = audio.shape
         w, tail_len = self.cfg.window, self.cfg.tail
         starts = window_starts(n, w, tail_len)
-        silence = self.audio_features(np.zeros(640, np.float32))[0]
+        silence = (silence_row(self.features) - self.norm.audio_mean) / self.norm.audio_std
         padded = torch.cat([audio, silence.to(audio).expand(b, starts[-1] + w - n, -1)], 1) if starts[-1] + w > n else audio
         dev = noise.device
         ref_n = self.normalize(torch.zeros(b, SPEC.dim, device=dev) if ref is None else ref.to(dev))

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from talkhead.audio.features import FeatureConfig, log_mel
+from talkhead.audio.augment import augment
+from talkhead.audio.features import FeatureConfig, extract, silence_row
 from talkhead.data.corpus import load_manifest
 from talkhead.errors import InputError
 from talkhead.motion.model import Normalizer
@@ -27,44 +28,80 @@ class Clips:
     motion: list[Tensor]
     rows: list[dict]
     wavs: list[np.ndarray] | None = None
+    features: FeatureConfig = FeatureConfig()
+    variants: list[list[Tensor]] | None = None  # per clip, features of augmented copies of its audio
+
+    def __add__(self, other: "Clips") -> "Clips":
+        if other.features != self.features:
+            raise InputError("clips with different audio front ends cannot be pooled")
+        cat = lambda a, b: None if a is None or b is None else a + b
+        return Clips(self.audio + other.audio, self.motion + other.motion, self.rows + other.rows,
+                     cat(self.wavs, other.wavs), self.features, cat(self.variants, other.variants))
 
 
-def _feature_cache(corpus: Path, features: FeatureConfig) -> Path:
+def _feature_cache(corpus: Path, features: FeatureConfig, variant: int = 0) -> Path:
     key = hashlib.sha1(json.dumps(asdict(features), sort_keys=True).encode()).hexdigest()[:10]
-    return corpus / "cache" / f"features-{key}.npz"
+    return corpus / "cache" / (f"features-{key}.npz" if variant == 0 else f"features-{key}-aug{variant}.npz")
+
+
+def _variant_wav(wav: np.ndarray, cid: str, variant: int) -> np.ndarray:
+    """Copy ``variant`` of a clip's audio: 0 is the clip itself, k > 0 an augmentation seeded by (id, k)."""
+    if variant == 0:
+        return wav
+    seed = int(hashlib.sha1(cid.encode()).hexdigest()[:8], 16)
+    return augment(wav, np.random.default_rng([seed, variant]))
+
+
+def _cached_features(corpus: Path, picked: list[dict], features: FeatureConfig, variant: int,
+                     wav_of) -> list[np.ndarray]:
+    """Features of every picked clip's copy ``variant``, from the corpus' cache or computed and added to it."""
+    path = _feature_cache(corpus, features, variant)
+    cache = dict(np.load(path)) if path.exists() else {}
+    fresh = {r["id"]: extract(_variant_wav(wav_of(r), r["id"], variant), features).numpy()
+             for r in picked if r["id"] not in cache}
+    if fresh:
+        path.parent.mkdir(exist_ok=True)
+        buf = io.BytesIO()
+        np.savez(buf, **{**cache, **fresh})
+        atomic_write(path, buf.getvalue())
+    return [fresh.get(r["id"], cache.get(r["id"])) for r in picked]
 
 
 def load_clips(corpus: str | Path, split: str | None, features: FeatureConfig = FeatureConfig(),
-               limit: int | None = None, keep_wav: bool = False) -> Clips:
-    """Load a corpus split ("train", "heldout" or None for all); features are cached beside it."""
+               limit: int | None = None, keep_wav: bool = False, augmented: int = 0) -> Clips:
+    """Load a corpus split ("train", "heldout" or None for all); features are cached beside it.
+
+    ``augmented`` > 0 also loads that many augmented copies of every clip's audio (``Clips.variants``).
+    """
     corpus = Path(corpus)
     rows = load_manifest(corpus)
-    cache_path = _feature_cache(corpus, features)
-    cache = dict(np.load(cache_path)) if cache_path.exists() else {}
-    fresh: dict[str, np.ndarray] = {}
     picked = [r for r in rows if split is None or r["split"] == split][:limit]
     if not picked:
         raise InputError(f"{corpus} has no {split or ''} clips")
-    out = Clips([], [], picked, [] if keep_wav else None)
     shards: dict[str, np.lib.npyio.NpzFile] = {}
-    for r in picked:
-        z = shards.setdefault(r["shard"], np.load(corpus / r["shard"]))
-        motion = z[f"{r['id']}/motion"]
-        feats = cache.get(r["id"])
-        if feats is None or keep_wav:
-            wav = z[f"{r['id']}/audio"].astype(np.float32) / 32767.0
-            if feats is None:
-                feats = fresh[r["id"]] = log_mel(wav, features).numpy()
-            if keep_wav:
-                out.wavs.append(wav)
-        n = min(len(feats), len(motion))
-        out.audio.append(torch.from_numpy(np.ascontiguousarray(feats[:n])))
+    npz = lambda r: shards.setdefault(r["shard"], np.load(corpus / r["shard"]))
+    wav_of = lambda r: npz(r)[f"{r['id']}/audio"].astype(np.float32) / 32767.0
+    feats = _cached_features(corpus, picked, features, 0, wav_of)
+    copies = [_cached_features(corpus, picked, features, k, wav_of) for k in range(1, augmented + 1)]
+    out = Clips([], [], picked, [wav_of(r) for r in picked] if keep_wav else None, features,
+                [] if augmented else None)
+    for i, r in enumerate(picked):
+        motion = npz(r)[f"{r['id']}/motion"]
+        n = min(len(feats[i]), len(motion))
+        out.audio.append(torch.from_numpy(np.ascontiguousarray(feats[i][:n])))
         out.motion.append(torch.from_numpy(np.ascontiguousarray(motion[:n])))
-    if fresh:
-        cache_path.parent.mkdir(exist_ok=True)
-        buf = io.BytesIO()
-        np.savez(buf, **{**cache, **fresh})
-        atomic_write(cache_path, buf.getvalue())
+        if augmented:
+            out.variants.append([torch.from_numpy(np.ascontiguousarray(c[i][:n])) for c in copies])
+    return out
+
+
+def load_corpora(corpora: list[str | Path], split: str | None, features: FeatureConfig = FeatureConfig(),
+                 **kw) -> Clips:
+    """``load_clips`` over several corpora, pooled in order."""
+    clips = [load_clips(c, split, features, **kw) for c in corpora]
+    out = clips[0]
+    for c in clips[1:]:
+        out = out + c
     return out
 
 
@@ -85,15 +122,16 @@ class WindowSampler:
                  tail_prob: float = 0.7, tail_noise: float = 0.05) -> None:
         self.window, self.tail, self.tail_prob, self.tail_noise = window, tail, tail_prob, tail_noise
         self.motion = [(m - norm.motion_mean) / norm.motion_std for m in clips.motion]
-        self.audio = [(a - norm.audio_mean) / norm.audio_std for a in clips.audio]
-        silence = (log_mel(np.zeros(640, np.float32)) - norm.audio_mean) / norm.audio_std
-        self.silence_audio = silence[0]
+        # Each clip's audio as heard clean or through one of its augmented channels, picked per window.
+        self.audio = [[(a - norm.audio_mean) / norm.audio_std for a in [clean, *extra]]
+                      for clean, extra in zip(clips.audio, clips.variants or [[]] * len(clips.audio))]
+        self.silence_audio = (silence_row(clips.features) - norm.audio_mean) / norm.audio_std
         self.silence_motion = (torch.zeros(norm.motion_mean.shape) - norm.motion_mean) / norm.motion_std
         lengths = torch.tensor([len(m) for m in self.motion], dtype=torch.float64)
         self.weights = lengths / lengths.sum()
 
-    def _window(self, k: int, start: int) -> tuple[Tensor, Tensor]:
-        m, a, w = self.motion[k], self.audio[k], self.window
+    def _window(self, k: int, start: int, variant: int = 0) -> tuple[Tensor, Tensor]:
+        m, a, w = self.motion[k], self.audio[k][variant], self.window
         mw, aw = m[start : start + w], a[start : start + w]
         pad = w - len(mw)
         if pad > 0:  # past the clip's end: silence, closed mouth, head held where it was
@@ -111,7 +149,8 @@ class WindowSampler:
         for k in ks:
             hi = max(len(self.motion[k]) - self.window // 2, 1)
             start = int(torch.randint(0, hi, (1,), generator=generator))
-            mw, aw = self._window(k, start)
+            variant = int(torch.randint(0, len(self.audio[k]), (1,), generator=generator)) if len(self.audio[k]) > 1 else 0
+            mw, aw = self._window(k, start, variant)
             xs.append(mw)
             auds.append(aw)
             refs.append(self.motion[k][0])
@@ -129,6 +168,8 @@ def warp_audio(audio: Tensor, norm: Normalizer, features: FeatureConfig, max_war
     so imitates voices the corpus does not have. A student that only has to match its teacher can
     learn from them, since the teacher hears the same warped audio.
     """
+    if features.kind != "logmel":
+        raise InputError(f"--warp stretches mel bands; the {features.kind} front end has none")
     b, w, _ = audio.shape
     n = features.n_mels
     mel = (audio * norm.audio_std + norm.audio_mean).reshape(b, w, -1, n)

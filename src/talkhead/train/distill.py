@@ -57,6 +57,9 @@ class DistillConfig:
     # progressive: the round returns an exponential moving average of its weights with this decay
     # (0: the last weights). Averaging along the run smooths the minibatch noise that the last step keeps.
     average: float = 0.0
+    # augmented copies of each clip's audio (telephone, room, noise, level): the student matches the
+    # teacher on the channels real recordings come through, not only on clean TTS.
+    augmented: int = 0
 
 
 def _abar(model: MotionModel, t: list[int] | int, batch: int) -> torch.Tensor:
@@ -236,7 +239,7 @@ def distill(teacher_name: str, data: str | Path, out: str | Path, cfg: DistillCo
     teacher = load(teacher_name)
     if cfg.method == "trajectory":
         return [_trajectory(teacher, teacher_name, source, out, cfg, progress)]
-    sampler = _sampler(teacher, data, "train")
+    sampler = _sampler(teacher, data, "train", cfg.augmented)
     grid = teacher.schedule.timesteps(cfg.start_steps, "trailing")
     own = teacher.sampling.get("timesteps")
     if own and len(own) == cfg.start_steps:  # a student as teacher: its own (maybe uneven) grid
@@ -318,8 +321,8 @@ def _load_init(name: str, teacher: MotionModel) -> MotionModel:
     return init
 
 
-def _sampler(teacher: MotionModel, data: str | Path, split: str) -> WindowSampler:
-    clips = load_clips(data, split, teacher.features)
+def _sampler(teacher: MotionModel, data: str | Path, split: str, augmented: int = 0) -> WindowSampler:
+    clips = load_clips(data, split, teacher.features, augmented=augmented)
     return WindowSampler(clips, teacher.norm, teacher.cfg.window, teacher.cfg.tail)
 
 

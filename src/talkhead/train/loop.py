@@ -28,7 +28,7 @@ from talkhead.errors import InputError
 from talkhead.motion.denoiser import DenoiserConfig, count_parameters
 from talkhead.motion.losses import diffusion_loss
 from talkhead.motion.model import MotionModel, build
-from talkhead.train.data import Clips, WindowSampler, fit_normalizer, load_clips
+from talkhead.train.data import Clips, WindowSampler, fit_normalizer, load_clips, load_corpora
 from talkhead.util import atomic_write, clear_stale_parts
 
 
@@ -53,6 +53,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     stop_at: int = 0  # > 0: checkpoint and stop at this step (the LR schedule still spans ``steps``)
+    augmented: int = 0  # augmented copies of each clip's audio (telephone, room, noise, level), cached
 
 
 def cosine_decay(lr: float, progress: float) -> float:
@@ -120,11 +121,11 @@ def _log(out: Path, row: dict) -> None:
         f.write(json.dumps(row) + "\n")
 
 
-def _setup(data: Path, out: Path, model_cfg: DenoiserConfig, cfg: TrainConfig, resume: bool, rank: int):
+def _setup(data: list[Path], out: Path, model_cfg: DenoiserConfig, cfg: TrainConfig, features: FeatureConfig,
+           resume: bool, rank: int):
     """Load data, build or restore the model; returns what the loop needs."""
-    features = FeatureConfig()
-    train_clips = load_clips(data, "train", features)
-    val_clips = load_clips(data, "heldout", features, limit=cfg.val_clips)
+    train_clips = load_corpora(data, "train", features, augmented=cfg.augmented)
+    val_clips = load_clips(data[0], "heldout", features, limit=cfg.val_clips)
     norm = fit_normalizer(train_clips)
     torch.manual_seed(cfg.seed)  # the initial weights are part of the run's determinism
     model = build(model_cfg, features, norm)
@@ -139,15 +140,17 @@ def _setup(data: Path, out: Path, model_cfg: DenoiserConfig, cfg: TrainConfig, r
     return train_clips, val_clips, norm, model, state
 
 
-def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = DenoiserConfig(),
-          cfg: TrainConfig = TrainConfig(), resume: bool = False, progress: bool = True) -> Path:
-    """Train a teacher; returns the path of the EMA checkpoint."""
+def train(data: str | Path | list[str | Path], out: str | Path, model_cfg: DenoiserConfig = DenoiserConfig(),
+          cfg: TrainConfig = TrainConfig(), resume: bool = False, progress: bool = True,
+          features: FeatureConfig = FeatureConfig()) -> Path:
+    """Train a teacher on one corpus or several (validated on the first one's held-out voices); returns the EMA checkpoint."""
     rank, world = _dist_info()
-    out, data = Path(out), Path(data)
+    out = Path(out)
+    data = [Path(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
     out.mkdir(parents=True, exist_ok=True)
     if rank == 0:
         clear_stale_parts(out)
-    train_clips, val_clips, norm, model, state = _setup(data, out, model_cfg, cfg, resume, rank)
+    train_clips, val_clips, norm, model, state = _setup(data, out, model_cfg, cfg, features, resume, rank)
     device = torch.device(cfg.device)
     net = model.denoiser.to(device)
     ema_net = copy.deepcopy(model.denoiser.net).requires_grad_(False)
@@ -163,11 +166,10 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     sampler = WindowSampler(train_clips, norm, model_cfg.window, model_cfg.tail)
     val_batch = WindowSampler(val_clips, norm, model_cfg.window, model_cfg.tail).sample(
         64, torch.Generator().manual_seed(1234))
-    meta = {"kind": "teacher", "train": {"data": str(data), "clips": len(train_clips.rows),
-            "minutes": round(sum(r["duration"] for r in train_clips.rows) / 60, 1), "config": asdict(cfg),
-            "params": count_parameters(net.net), "world": world}}
+    meta = _run_meta(data, train_clips, cfg, count_parameters(net.net), world)
     if rank == 0:
-        atomic_write(out / "config.json", json.dumps({"model": asdict(model_cfg), "train": asdict(cfg)}, indent=1).encode())
+        atomic_write(out / "config.json", json.dumps({"model": asdict(model_cfg), "train": asdict(cfg),
+                                                      "features": asdict(features)}, indent=1).encode())
         _log(out, {"event": "resume" if resume else "start", "step": step, "params": meta["train"]["params"]})
     bar = tqdm(total=cfg.steps, initial=step, desc="train", disable=not progress or rank != 0)
     t0 = time.time()
@@ -190,6 +192,18 @@ def train(data: str | Path, out: str | Path, model_cfg: DenoiserConfig = Denoise
     if world > 1:
         dist.barrier()
     return out / "last.safetensors"
+
+
+def _run_meta(data: list[Path], clips: Clips, cfg: TrainConfig, params: int, world: int) -> dict:
+    """What the checkpoint says about how it was made; with Whisper features, which encoder weights."""
+    train = {"data": ",".join(map(str, data)), "clips": len(clips.rows),
+             "minutes": round(sum(r["duration"] for r in clips.rows) / 60, 1), "config": asdict(cfg),
+             "params": params, "world": world}
+    if clips.features.kind == "whisper":
+        from talkhead.audio.whisper import weights_info
+
+        train["front_end"] = weights_info()
+    return {"kind": "teacher", "train": train}
 
 
 class _DDPDenoiser(torch.nn.Module):

