@@ -108,3 +108,18 @@ def test_transcript_aligns_real_speech_and_drives_the_lips(tmp_path, capsys):
     assert "--transcript goes with --audio" in capsys.readouterr().err
     assert main(["generate", "--text", "Hi.", "--transcript", "Hi.", "-o", str(tmp_path / "v.mp4")]) == 2
     assert not (tmp_path / "v.mp4").exists()
+
+
+def test_export_can_set_the_default_sampling(tiny_teacher, tmp_path, capsys):
+    from talkhead.motion.model import load
+
+    assert main(["models", "--export", str(tiny_teacher), "--name", "t", "--dir", str(tmp_path),
+                 "--default-sampling", "unipc@4"]) == 0
+    m = load(tmp_path / "t.safetensors")
+    assert m.sampling == {"sampler": "unipc", "steps": 4} and len(m.timesteps()) == 4
+    capsys.readouterr()
+    for bad in ("euler@4", "unipc@0", "unipc"):
+        assert main(["models", "--export", str(tiny_teacher), "--name", "u", "--dir", str(tmp_path),
+                     "--default-sampling", bad]) == 2
+        assert "SAMPLER@STEPS" in capsys.readouterr().err
+    assert not (tmp_path / "u.safetensors").exists()

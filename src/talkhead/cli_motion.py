@@ -42,6 +42,8 @@ def _cmd_models(args: argparse.Namespace) -> None:
             raise InputError("--export needs --name NAME (e.g. teacher, student-1)")
         target = Path(args.dir) if args.dir else MODELS_DIR
         model = average_weights([load(p) for p in args.export])
+        if args.default_sampling:
+            model.sampling = _default_sampling(args.default_sampling, model.sampling)
         extra, kind = {"name": args.name}, ""
         if len(args.export) > 1:
             extra["averaged"], kind = list(args.export), f"the mean of {len(args.export)} checkpoints' weights, "
@@ -61,6 +63,19 @@ def _cmd_models(args: argparse.Namespace) -> None:
         print(f"{mark} {p.stem:16s} {meta.get('kind', '?'):10s} steps={steps:<3} sampler={sampling.get('sampler', 'ddim'):6s}"
               f" {p.stat().st_size / 1e6:.1f} MB")
     print("* default")
+
+
+def _default_sampling(text: str, current: dict) -> dict:
+    """``SAMPLER@STEPS`` -> the sampling metadata of a model that runs on a trailing grid (not a student's own)."""
+    from talkhead.motion.samplers import SAMPLERS
+
+    sampler, _, steps = text.partition("@")
+    if sampler not in SAMPLERS or not steps.isdigit() or int(steps) < 1:
+        raise InputError(f"--default-sampling takes SAMPLER@STEPS with a sampler of {', '.join(sorted(SAMPLERS))}, "
+                         f"e.g. unipc@4 (got {text!r})")
+    if "timesteps" in current:
+        raise InputError("--default-sampling: this checkpoint is a student with its own step grid")
+    return {"sampler": sampler, "steps": int(steps)}
 
 
 def _cmd_eval(args: argparse.Namespace) -> None:
@@ -97,6 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="store this checkpoint as a shipped model (fp16); several: the mean of their weights")
     ls.add_argument("--name", help="name to ship it under, with --export")
     ls.add_argument("--dir", help="with --export: write here instead of the package's models/ folder")
+    ls.add_argument("--default-sampling", metavar="SAMPLER@STEPS",
+                    help="with --export: the sampling the shipped file uses unless told otherwise, e.g. unipc@4 "
+                         "(a student keeps its own step grid)")
     ls.set_defaults(func=_cmd_models)
 
     e = sub.add_parser("eval", help="evaluate a motion model on a corpus' held-out voices (JSON)")

@@ -138,8 +138,9 @@ def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
     return MotionModel(Denoiser(make_network(cfg), schedule), features, norm, **kw)
 
 
-# Best first: the default is the best shipped model (see README, "Speed and parity").
-PREFERENCE = ("student-4", "student-2", "student-1", "student-consistency", "teacher")
+# Best first: the default is the best shipped model. teacher-whisper (UniPC, 4 steps: the cost of
+# student-4) follows real speech far better than the log-mel students (README, "Real speech").
+PREFERENCE = ("teacher-whisper", "student-4", "student-2", "student-1", "student-consistency", "teacher")
 
 
 def _rebuilt(model: MotionModel, cfg: DenoiserConfig) -> MotionModel:

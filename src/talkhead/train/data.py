@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm import tqdm
 
 from talkhead.audio.augment import augment
 from talkhead.audio.features import FeatureConfig, extract, silence_row
@@ -57,8 +58,11 @@ def _cached_features(corpus: Path, picked: list[dict], features: FeatureConfig, 
     """Features of every picked clip's copy ``variant``, from the corpus' cache or computed and added to it."""
     path = _feature_cache(corpus, features, variant)
     cache = dict(np.load(path)) if path.exists() else {}
+    todo = [r for r in picked if r["id"] not in cache]
+    desc = f"{features.kind} features" + (f", copy {variant}" if variant else "") + f" ({corpus.name})"
+    # Whisper on a 120-minute corpus takes minutes: say so (small test corpora stay quiet).
     fresh = {r["id"]: extract(_variant_wav(wav_of(r), r["id"], variant), features).numpy()
-             for r in picked if r["id"] not in cache}
+             for r in tqdm(todo, desc=desc, unit="clip", disable=len(todo) < 100)}
     if fresh:
         path.parent.mkdir(exist_ok=True)
         buf = io.BytesIO()
