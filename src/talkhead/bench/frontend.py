@@ -160,6 +160,6 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("jawOpen r of a linear probe (+-4 frames)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1), ncol=2, frameon=False)  # above: no bar hidden
     fig.tight_layout()
     save_figure(fig, path)

@@ -64,7 +64,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("jawOpen r against the aligned phones' targets")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1), ncol=2, frameon=False)  # above: no bar hidden
     for i, r in enumerate(rows):  # the spread over recordings: which clips a model fails on
         vals = [v for v in r["real_r_per_clip"].values() if np.isfinite(v)]
         bx.scatter(vals, np.full(len(vals), i) + np.random.default_rng(i).uniform(-0.25, 0.25, len(vals)), s=4, alpha=0.4)
