@@ -87,3 +87,17 @@ def real_corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("real") / "corpus"
     align_folder(speech, speech / "transcripts.txt", out, AlignConfig(speaker="real", heldout=0.5, seed=3))
     return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_registration_cache(tmp_path_factory):
+    """Photo registrations go to a folder of this test session's, not the user's ~/.cache."""
+    import os
+
+    old = os.environ.get("TALKHEAD_CACHE")
+    os.environ["TALKHEAD_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("TALKHEAD_CACHE", None)
+    else:
+        os.environ["TALKHEAD_CACHE"] = old

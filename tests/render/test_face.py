@@ -63,3 +63,29 @@ def test_load_image_round_trip_and_bad_files(tmp_path, astronaut):
         load_image(bad)
     with pytest.raises(InputError, match="not found"):
         load_image(tmp_path / "missing.png")
+
+
+def test_registration_is_cached_by_content(astronaut, tmp_path, monkeypatch):
+    import time
+
+    from talkhead.render import face as face_mod
+
+    monkeypatch.setenv("TALKHEAD_CACHE", str(tmp_path))
+    first = detect_face(astronaut, cache=True)
+    assert len(list((tmp_path / "faces").glob("*.npz"))) == 1
+
+    def no_dlib():
+        raise AssertionError("a cached photo must not load dlib's models")
+
+    monkeypatch.setattr(face_mod, "_models", no_dlib)
+    t = time.perf_counter()
+    again = detect_face(astronaut.copy(), cache=True)
+    assert time.perf_counter() - t < 0.03  # the source blog's sub-30 ms avatar load
+    assert np.array_equal(again.landmarks, first.landmarks) and again.box == first.box
+    with pytest.raises(AssertionError, match="must not load"):  # other pixels: registered again
+        detect_face(astronaut[:, ::-1].copy(), cache=True)
+    # A damaged cache file is ignored, not trusted.
+    next((tmp_path / "faces").glob("*.npz")).write_bytes(b"not an npz")
+    monkeypatch.undo()
+    monkeypatch.setenv("TALKHEAD_CACHE", str(tmp_path))
+    assert np.array_equal(detect_face(astronaut, cache=True).landmarks, first.landmarks)

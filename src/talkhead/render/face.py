@@ -1,13 +1,19 @@
 """Face registration: find the face in a photo and its 68 iBUG landmarks with dlib.
 
 Landmarks are returned as float32 ``[68, 2]`` arrays of (x, y) pixel
-coordinates in the full-resolution image (pixel centres at integers).
+coordinates in the full-resolution image (pixel centres at integers). A photo's
+registration is cached by the image's content hash (``registration_cache()``),
+so the second video of the same photo neither loads dlib's models (0.6 s) nor
+searches the image again.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
+import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,11 +112,63 @@ def _pick_face(rects, scores):
     return rects[order[0]]
 
 
-def detect_face(image: np.ndarray, name: str = "photo", max_side: int = DETECT_MAX_SIDE) -> Face:
-    """Register the largest face in an RGB image: 68 landmarks [68, 2] at full resolution."""
+def registration_cache() -> Path | None:
+    """Where registrations are kept: $TALKHEAD_CACHE (empty: none), else $XDG_CACHE_HOME or ~/.cache, /talkhead."""
+    env = os.environ.get("TALKHEAD_CACHE")
+    if env is not None:
+        return Path(env) if env else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "talkhead"
+
+
+def _cache_file(img: np.ndarray, max_side: int) -> Path | None:
+    root = registration_cache()
+    if root is None:
+        return None
+    h = hashlib.sha256(f"v1 {img.shape} {max_side} {predictor_path().stat().st_size}".encode())
+    h.update(np.ascontiguousarray(img).tobytes())
+    return root / "faces" / f"{h.hexdigest()[:32]}.npz"
+
+
+def _load_cached(path: Path | None) -> Face | None:
+    try:
+        with np.load(path) as z:
+            return Face(landmarks=z["landmarks"].astype(np.float32), box=tuple(int(v) for v in z["box"]))
+    except (OSError, KeyError, ValueError, TypeError):  # absent, unreadable or from another version: register again
+        return None
+
+
+def _store(path: Path | None, face: Face) -> None:
+    from talkhead.util import atomic_write
+
+    if path is None:
+        return
+    buf = io.BytesIO()
+    np.savez(buf, landmarks=face.landmarks, box=np.array(face.box))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, buf.getvalue())
+    except (OSError, InputError):  # a cache that cannot be written only costs the next run time
+        pass
+
+
+def detect_face(image: np.ndarray, name: str = "photo", max_side: int = DETECT_MAX_SIDE, cache: bool = False) -> Face:
+    """Register the largest face in an RGB image: 68 landmarks [68, 2] at full resolution.
+
+    ``cache``: keep the result under ``registration_cache()`` by the image's content hash, and reuse it
+    (for photos that are animated again and again, not for frames measured once).
+    """
+    img = as_rgb(image, name)
+    path = _cache_file(img, max_side) if cache else None
+    face = _load_cached(path) if path is not None else None
+    if face is None:
+        face = _register(img, name, max_side)
+        _store(path, face)
+    return face
+
+
+def _register(img: np.ndarray, name: str, max_side: int) -> Face:
     import dlib
 
-    img = as_rgb(image, name)
     detector, predictor = _models()
     h, w = img.shape[:2]
     scale = min(1.0, max_side / max(h, w))

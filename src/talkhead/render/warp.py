@@ -141,7 +141,7 @@ class WarpRenderer:
         photo = as_rgb(photo, name)
         self.size = frame_size(size)
         self.device = torch.device(device)
-        self.face = detect_face(photo, name)
+        self.face = detect_face(photo, name, cache=True)
         self.background, self.landmarks = frame_photo(photo, self.face, self.size, framing)
         rig = fit_rig(self.landmarks)
         self.rig = rig.to(self.device)
