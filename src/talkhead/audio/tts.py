@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from talkhead.audio import espeak
 from talkhead.errors import InputError
@@ -138,6 +137,8 @@ def synthesize(text: str, voice: str = DEFAULT_VOICE, *, rate: int | None = None
     phones = _phones_from_events(events, len(raw), eng.sample_rate)
     if not any(p.phone != SILENCE for p in phones):
         raise InputError(f"text has nothing speakable: {text[:40]!r}")
+    from scipy.signal import resample_poly  # 0.6 s to import: only text-to-speech pays for it
+
     wav = raw.astype(np.float32) / 32768.0
     g = np.gcd(SAMPLE_RATE, eng.sample_rate)
     wav = resample_poly(wav, SAMPLE_RATE // g, eng.sample_rate // g).astype(np.float32)
