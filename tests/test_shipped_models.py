@@ -16,14 +16,14 @@ from talkhead.rig.spec import SPEC
 
 def test_shipped_models_are_listed_and_small(capsys):
     names = {p.stem for p in shipped_models()}
-    assert {"teacher", "teacher-whisper", "student-4", "student-2", "student-1"} <= names
-    assert default_model_name() == "teacher-whisper"  # real speech first (README, "Real speech")
+    assert {"teacher", "teacher-whisper", "student-4-whisper", "student-4", "student-2", "student-1"} <= names
+    assert default_model_name() == "student-4-whisper"  # real speech first (README, "Real speech")
     for p in shipped_models():
         assert p.stat().st_size < 25e6
         _, meta = load_checkpoint(p)
         assert meta["name"] == p.stem
         assert "train" in meta or "distill" in meta
-        if p.stem.startswith("student-") and p.stem.split("-")[1].isdigit():
+        if p.stem.startswith("student-") and p.stem.split("-")[1].isdigit():  # student-N[-front end]
             assert len(meta["sampling"]["timesteps"]) == int(p.stem.split("-")[1])
     assert main(["models"]) == 0
     assert "teacher" in capsys.readouterr().out
