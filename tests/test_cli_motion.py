@@ -67,10 +67,11 @@ def test_export_of_several_runs_ships_the_mean_of_their_weights(tiny_teacher, ti
     import torch
 
     from talkhead.motion.model import load
-    from talkhead.train.distill import DistillConfig, distill
+    from talkhead.train.configs import ProgressiveConfig
+    from talkhead.train.distill import distill
 
     runs = [distill(str(tiny_teacher), tiny_corpus, tmp_path / f"run{seed}",
-                    DistillConfig(start_steps=4, to=2, iters=3, batch=4, lr=1e-2, seed=seed), progress=False)[0]
+                    ProgressiveConfig(start_steps=4, to=2, iters=3, batch=4, lr=1e-2, seed=seed), progress=False)[0]
             for seed in (0, 1)]
     out = tmp_path / "shipped"
     out.mkdir()

@@ -116,7 +116,7 @@ def test_e2e_bench_writes_stage_shares(tmp_path):
 
 @pytest.mark.parametrize("text, size", [("512", (512, 512)), ("1080x1920", (1080, 1920)), ("96X160", (96, 160))])
 def test_size_accepts_n_or_width_x_height(text, size):
-    from talkhead.cli_generate import size_arg
+    from talkhead.cli.generate import size_arg
 
     assert size_arg(text) == size
 

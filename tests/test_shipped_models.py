@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from talkhead.audio.tts import synthesize
-from talkhead.bench.metrics import pearson
+from talkhead.metrics import pearson
 from talkhead.checkpoint import load_checkpoint
 from talkhead.cli import main
 from talkhead.motion.model import default_model_name, load, shipped_models
@@ -51,7 +51,7 @@ def test_default_model_follows_the_lips_of_real_recordings():
 
     from talkhead.audio.align import align
     from talkhead.audio.io import load_audio
-    from talkhead.bench.metrics import lipsync_r
+    from talkhead.metrics import lipsync_r
 
     speech = Path(__file__).resolve().parent / "assets" / "speech"
     texts = {"arctic_a0009": "He turned sharply, and faced Gregson across the table.",
@@ -67,3 +67,30 @@ def test_default_model_follows_the_lips_of_real_recordings():
         targets.append(target_motion(wav, 16_000, align(wav, text), 0))
     # The log-mel student-4 scores 0.39 here; the Whisper teacher 0.68.
     assert lipsync_r(gens, targets) > 0.55
+
+
+# Motion for a fixed seed, as these models gave it before the diffusion core and the streaming
+# pipeline were factored out (issue 22): refactors must not change what shipped models produce.
+PINNED = {  # (model, steps): jawOpen and pitch at frames 5, 75, 140, 200, 315 of 12.6 s of real speech
+    ("student-4-whisper", None): ([0.18397, -0.00478, 0.1614, 0.28024, 0.00221],
+                                  [-0.08175, -0.09938, -0.13179, 0.01705, -0.03997]),
+    ("student-1", None): ([0.06986, 0.00265, 0.17869, 0.1305, 0.04576], [-0.00347, -0.11083, -0.13984, -0.06872, -0.04413]),
+    ("teacher", 8): ([0.07368, -0.00503, 0.17842, 0.15656, 0.04755], [-0.00407, -0.07539, -0.11496, -0.04802, -0.03708]),
+    ("teacher-whisper", 4): ([0.19259, -0.00484, 0.16455, 0.29805, 0.00341],
+                             [-0.0552, -0.07618, -0.12548, -0.00065, -0.02397]),
+}
+
+
+def test_shipped_models_give_the_pinned_motion_for_a_fixed_seed():
+    from pathlib import Path
+
+    from talkhead.audio.io import load_audio
+
+    speech = Path(__file__).resolve().parent / "assets" / "speech"
+    wav = np.concatenate([load_audio(speech / f"{n}.wav") for n in ("arctic_a0009", "allison-agent-alreadyon", "arctic_a0007")])
+    frames = [5, 75, 140, 200, 315]
+    for (name, steps), (jaw, pitch) in PINNED.items():
+        motion = motion_from_audio(load(name), wav, MotionConfig(seed=3, steps=steps))
+        assert motion.shape == (316, SPEC.dim)
+        np.testing.assert_allclose(motion[frames, SPEC["jawOpen"]], jaw, atol=1e-3, err_msg=name)
+        np.testing.assert_allclose(motion[frames, SPEC.pose.start], pitch, atol=1e-3, err_msg=name)

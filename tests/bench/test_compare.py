@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from talkhead.bench.compare import CompareConfig, Entry, paired, parse_entry, run_compare
-from talkhead.bench.metrics import cosine
+from talkhead.metrics import cosine
 from talkhead.bench.motion import CLIP_FRAMES, fixed_clip
 from talkhead.cli import main
 from talkhead.errors import InputError
@@ -63,7 +63,7 @@ def test_compare_on_tiny_teacher(tiny_teacher, tmp_path):
     m = load(t)
     feats = m.audio_features(fixed_clip())[None]
     noise = m.init_noise(1, CLIP_FRAMES, torch.Generator().manual_seed(6))
-    out, ref = (m.normalize(m.sample(feats, noise, steps=s, sampler="ddim")[0]).numpy() for s in (4, 50))
+    out, ref = (m.norm.motion(m.sample(feats, noise, steps=s, sampler="ddim")[0]).numpy() for s in (4, 50))
     assert four["cosines"][1] == pytest.approx(cosine(out, ref), abs=1e-6)
 
 

@@ -9,12 +9,13 @@ import pytest
 
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
 from talkhead.cli import main
-from talkhead.train.distill import DistillConfig, distill
+from talkhead.train.configs import ProgressiveConfig
+from talkhead.train.distill import distill
 
 
 def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):
     students = tmp_path / "students"
-    distill(str(tiny_teacher), tiny_corpus, students, DistillConfig(start_steps=8, to=1, iters=2, batch=4),
+    distill(str(tiny_teacher), tiny_corpus, students, ProgressiveConfig(start_steps=8, to=1, iters=2, batch=4),
             progress=False)
     out = tmp_path / "bench"
     cfg = BenchConfig(teacher=str(tiny_teacher), students=("student-4", "student-2", "student-1"),

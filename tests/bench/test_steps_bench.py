@@ -10,9 +10,11 @@ from talkhead.bench.steps import StepsConfig, run_steps_bench, step_attribution
 from talkhead.cli import main
 from talkhead.errors import InputError
 from talkhead.motion.model import load
-from talkhead.train.distill import DistillConfig, distill
-from talkhead.train.trajectory import PairsConfig, teacher_pairs
-from talkhead.train.data import WindowSampler, load_clips
+from talkhead.train.configs import ProgressiveConfig
+from talkhead.train.distill import distill
+from talkhead.diffusion.pairs import PairsConfig
+from talkhead.train.trajectory import teacher_pairs
+from talkhead.data.windows import WindowSampler, load_clips
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,7 @@ def test_a_student_off_the_grid_is_refused(tiny_teacher, pairs):
 
 
 def test_steps_bench_writes_json_and_plot(tiny_teacher, tiny_corpus, tmp_path, capsys):
-    student = distill(str(tiny_teacher), tiny_corpus, tmp_path / "s", DistillConfig(start_steps=8, to=4, iters=4, batch=4),
+    student = distill(str(tiny_teacher), tiny_corpus, tmp_path / "s", ProgressiveConfig(start_steps=8, to=4, iters=4, batch=4),
                       progress=False)[0]
     out = tmp_path / "bench"
     r = run_steps_bench(tiny_corpus, out, StepsConfig(student=str(student), teacher=str(tiny_teacher), teacher_grid=8,

@@ -13,7 +13,7 @@ from talkhead.cli import main
 from talkhead.data.real import AlignConfig, align_folder, read_transcripts
 from talkhead.errors import InputError
 from talkhead.rig.spec import SPEC
-from talkhead.train.data import load_clips
+from talkhead.data.windows import load_clips
 
 SPEECH = Path(__file__).resolve().parents[1] / "assets" / "speech"
 GOOD = {"arctic_a0007", "arctic_a0009", "allison-agent-alreadyon", "allison-all-circuits-busy-now"}

@@ -11,18 +11,20 @@ from talkhead.checkpoint import load_checkpoint
 from talkhead.errors import InputError
 from talkhead.cli import main
 from talkhead.motion.model import load, with_depth, with_experts
-from talkhead.train.data import WindowSampler, load_clips
+from talkhead.data.windows import WindowSampler, load_clips
 from talkhead.util import file_sha256
-from talkhead.motion.samplers import sample_ddim
-from talkhead.train.distill import (DistillConfig, _segment_targets, _teacher_steps, consistency_distill, distill,
-                                    draw_steps, progressive_round, segment_bounds)
+from talkhead.diffusion.samplers import sample_ddim
+from talkhead.train.configs import ConsistencyConfig, ProgressiveConfig
+from talkhead.train.consistency import consistency_distill
+from talkhead.train.distill import distill
+from talkhead.train.progressive import draw_steps, progressive_round, segment_bounds, segment_targets, teacher_steps
 
 
 def test_one_progressive_round_lowers_its_loss(tiny_teacher, tiny_corpus):
     teacher = load(tiny_teacher)
     sampler = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm)
     grid = teacher.schedule.timesteps(4)
-    student, losses = progressive_round(teacher, grid, sampler, DistillConfig(iters=60, batch=16, lr=1e-3))
+    student, losses = progressive_round(teacher, grid, sampler, ProgressiveConfig(iters=60, batch=16, lr=1e-3))
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
     assert student.sampling["timesteps"] == grid[::2]
 
@@ -34,7 +36,7 @@ def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_trai
     hook = register_optimizer_step_post_hook(
         lambda opt, *_: snaps.append([p.detach().clone() for g in opt.param_groups for p in g["params"]]))
     try:
-        run = [progressive_round(teacher, grid, sampler, DistillConfig(iters=6, batch=8, lr=1e-3, average=avg),
+        run = [progressive_round(teacher, grid, sampler, ProgressiveConfig(iters=6, batch=8, lr=1e-3, average=avg),
                                  progress=False) for avg in (0.0, 0.7)]
     finally:
         hook.remove()
@@ -49,11 +51,11 @@ def test_average_returns_the_ema_of_the_rounds_weights_without_changing_its_trai
         assert torch.equal(w.detach(), w_end)  # without --average the round returns its last weights
     assert not all(torch.equal(p, q) for p, q in zip(averaged.denoiser.net.parameters(), last.denoiser.net.parameters()))
     with pytest.raises(InputError, match="--average"):
-        progressive_round(teacher, grid, sampler, DistillConfig(iters=1, batch=4, average=1.0), progress=False)
+        progressive_round(teacher, grid, sampler, ProgressiveConfig(iters=1, batch=4, average=1.0), progress=False)
 
 
 def test_chain_writes_self_describing_students_and_resumes(tiny_teacher, tiny_corpus, tmp_path):
-    cfg = DistillConfig(start_steps=4, to=1, iters=3, batch=4)
+    cfg = ProgressiveConfig(start_steps=4, to=1, iters=3, batch=4)
     paths = distill(str(tiny_teacher), tiny_corpus, tmp_path, cfg, progress=False)
     assert [p.name for p in paths] == ["student-2.safetensors", "student-1.safetensors"]
     _, meta = load_checkpoint(paths[-1])
@@ -68,7 +70,7 @@ def test_consistency_student_is_one_step(tiny_teacher, tiny_corpus):
     teacher = load(tiny_teacher)
     sampler = WindowSampler(load_clips(tiny_corpus, "train"), teacher.norm)
     student, losses = consistency_distill(teacher, teacher.schedule.timesteps(8), sampler,
-                                          DistillConfig(method="consistency", iters=4, batch=4))
+                                          ConsistencyConfig(iters=4, batch=4))
     assert len(student.timesteps()) == 1 and all(np.isfinite(losses))
 
 
@@ -78,17 +80,17 @@ def test_merged_steps_target_is_the_teachers_own_ddim_run(tiny_teacher, tiny_cor
     cond = {k: v for k, v in batch.items() if k != "x0"}
     grid = teacher.schedule.timesteps(8)
     x_t = teacher.schedule.add_noise(batch["x0"], torch.randn(batch["x0"].shape), torch.tensor([grid[4]] * 3))
-    ts = [torch.tensor([t] * 3) for t in grid[4:] + [-1]]  # the last four steps, down to the clean end
-    target, _ = _teacher_steps(teacher, x_t, ts, cond)
+    ts = grid[4:] + [-1]  # the last four steps, down to the clean end
+    target, _ = teacher_steps(teacher, x_t, ts, cond)
     with torch.no_grad():
         own = sample_ddim(lambda x, t: teacher.denoiser(x, t, cond), x_t, teacher.schedule, grid[4:])
     torch.testing.assert_close(target, own, atol=1e-5, rtol=1e-4)
 
 
 def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corpus, tmp_path, capsys):
-    first = distill(str(tiny_teacher), tiny_corpus, tmp_path / "a", DistillConfig(start_steps=8, to=4, iters=2, batch=4),
+    first = distill(str(tiny_teacher), tiny_corpus, tmp_path / "a", ProgressiveConfig(start_steps=8, to=4, iters=2, batch=4),
                     progress=False)[0]
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path / "b"),
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path / "b"),
             "--start-steps", "8", "--to", "2", "--factor", "4", "--iters", "40", "--batch", "16", "--lr", "1e-3",
             "--init", str(first), "--quiet"]
     assert main([*args[:-1], "--factor", "3"]) == 2  # 8 steps do not split into threes: refused before training
@@ -109,12 +111,12 @@ def test_a_round_can_merge_four_steps_from_a_given_start(tiny_teacher, tiny_corp
 
 def test_step_weights_choose_which_student_steps_train(tiny_teacher, tiny_corpus, tmp_path, capsys):
     gen = torch.Generator().manual_seed(0)
-    assert set(draw_steps(4, DistillConfig(batch=64, step_weights=(0, 0, 0, 1)), gen).tolist()) == {3}
-    drawn = draw_steps(4, DistillConfig(batch=4000, step_weights=(3, 1, 1, 5)), gen)
+    assert set(draw_steps(4, ProgressiveConfig(batch=64, step_weights=(0, 0, 0, 1)), gen).tolist()) == {3}
+    drawn = draw_steps(4, ProgressiveConfig(batch=4000, step_weights=(3, 1, 1, 5)), gen)
     assert abs((drawn == 3).float().mean().item() - 0.5) < 0.03 and abs((drawn == 1).float().mean().item() - 0.1) < 0.03
-    same = draw_steps(4, DistillConfig(batch=16), torch.Generator().manual_seed(1))
+    same = draw_steps(4, ProgressiveConfig(batch=16), torch.Generator().manual_seed(1))
     assert same.tolist() == torch.randint(0, 4, (16,), generator=torch.Generator().manual_seed(1)).tolist()
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
             "--start-steps", "8", "--factor", "2", "--iters", "2", "--batch", "4", "--quiet"]
     assert main([*args, "--to", "1", "--step-weights", "1,1,1,1"]) == 2  # a chain: weights for which round?
     assert "--to 4" in capsys.readouterr().err
@@ -125,9 +127,9 @@ def test_step_weights_choose_which_student_steps_train(tiny_teacher, tiny_corpus
 
 
 def test_uneven_segments_give_the_student_its_own_timesteps(tiny_teacher, tiny_corpus, tmp_path, capsys):
-    assert segment_bounds(32, DistillConfig(segments=(8, 12, 8, 4))) == [0, 8, 20, 28, 32]
-    assert segment_bounds(8, DistillConfig(factor=4)) == [0, 4, 8]
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+    assert segment_bounds(32, ProgressiveConfig(segments=(8, 12, 8, 4))) == [0, 8, 20, 28, 32]
+    assert segment_bounds(8, ProgressiveConfig(factor=4)) == [0, 4, 8]
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
             "--start-steps", "8", "--iters", "2", "--batch", "4", "--quiet"]
     assert main([*args, "--to", "2", "--segments", "4,2,1,1"]) == 2  # four steps, but --to asks for two
     assert "--to 4" in capsys.readouterr().err
@@ -141,7 +143,7 @@ def test_uneven_segments_give_the_student_its_own_timesteps(tiny_teacher, tiny_c
     assert student.timesteps() == [grid[0], grid[4], grid[6], grid[7]]
     assert student.meta["distill"]["config"]["segments"] == [4, 2, 1, 1]
     # As a teacher, the uneven student is run on its own grid, not on a fresh even one.
-    assert main(["distill", "--teacher", str(tmp_path / "student-4.safetensors"), "--data", str(tiny_corpus),
+    assert main(["distill", "progressive", "--teacher", str(tmp_path / "student-4.safetensors"), "--data", str(tiny_corpus),
                  "--out", str(tmp_path / "next"), "--start-steps", "4", "--to", "2", "--iters", "2", "--batch", "4",
                  "--quiet"]) == 0
     nxt = load(tmp_path / "next" / "student-2.safetensors")
@@ -156,9 +158,9 @@ def test_grouped_segment_targets_match_each_windows_own_teacher_run(tiny_teacher
     paths, idx = [full[0:4], full[3:8], full[7:9]], torch.tensor([1, 0, 2, 1])
     starts = torch.tensor([paths[i][0] for i in idx])
     x_t = teacher.schedule.add_noise(batch["x0"], torch.randn(batch["x0"].shape, generator=torch.Generator().manual_seed(3)), starts)
-    target, a_t = _segment_targets(teacher, x_t, idx, paths, cond)
+    target, a_t = segment_targets(teacher, x_t, idx, paths, cond)
     for j, i in enumerate(idx.tolist()):
-        own, a = _teacher_steps(teacher, x_t[j:j + 1], paths[i], {k: v[j:j + 1] for k, v in cond.items()})
+        own, a = teacher_steps(teacher, x_t[j:j + 1], paths[i], {k: v[j:j + 1] for k, v in cond.items()})
         torch.testing.assert_close(target[j:j + 1], own, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(a_t[j:j + 1], a)
 
@@ -171,7 +173,7 @@ def test_expert_student_starts_as_its_init_and_keeps_one_network_per_step(tiny_t
     cond, t = {k: v for k, v in batch.items() if k != "x0"}, torch.tensor(grid[::2])
     with torch.no_grad():  # before training, each copy is the network it came from
         torch.testing.assert_close(split.denoiser(batch["x0"], t, cond), teacher.denoiser(batch["x0"], t, cond))
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
             "--start-steps", "8", "--to", "2", "--segments", "6,2", "--experts", "--iters", "30", "--batch", "8",
             "--lr", "1e-3", "--quiet"]
     assert main(args) == 0
@@ -194,7 +196,7 @@ def test_deeper_student_starts_as_its_init_and_learns(tiny_teacher, tiny_corpus,
     cond, t = {k: v for k, v in batch.items() if k != "x0"}, torch.tensor([999, 600, 200, 10])
     with torch.no_grad():  # the added layers start as the identity
         torch.testing.assert_close(deep.denoiser(batch["x0"], t, cond), teacher.denoiser(batch["x0"], t, cond))
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
             "--start-steps", "8", "--to", "4", "--depth", "3", "--iters", "40", "--batch", "16", "--lr", "1e-3",
             "--quiet"]
     assert main(args) == 0
@@ -203,7 +205,7 @@ def test_deeper_student_starts_as_its_init_and_learns(tiny_teacher, tiny_corpus,
     assert student.meta["distill"]["loss_last"] < student.meta["distill"]["loss_first"]
     added = student.denoiser.net.blocks.layers[2].linear2.weight
     assert added.abs().max() > 0  # the identity layers trained
-    shallow = [*args[:6], str(tmp_path / "c"), "--init", str(tmp_path / "student-4.safetensors"),
+    shallow = [*args[:7], str(tmp_path / "c"), "--init", str(tmp_path / "student-4.safetensors"),
                "--start-steps", "4", "--to", "2", "--depth", "2", "--quiet"]
     assert main(shallow) == 2  # a student only grows
     assert "can only grow" in capsys.readouterr().err

@@ -11,9 +11,11 @@ from talkhead.checkpoint import load_checkpoint
 from talkhead.cli import main
 from talkhead.errors import InputError
 from talkhead.motion.model import load
-from talkhead.train.data import WindowSampler, load_clips
-from talkhead.train.distill import DistillConfig, distill
-from talkhead.train.trajectory import PairsConfig, pairs_mse, student_run, teacher_pairs, trajectory_refine
+from talkhead.data.windows import WindowSampler, load_clips
+from talkhead.train.configs import ProgressiveConfig
+from talkhead.train.distill import distill
+from talkhead.diffusion.pairs import PairsConfig
+from talkhead.train.trajectory import pairs_mse, student_run, teacher_pairs, trajectory_refine
 from talkhead.util import file_sha256
 
 
@@ -69,10 +71,10 @@ def test_refining_a_one_step_student_moves_it_onto_the_teacher(teacher_and_sampl
 
 
 def test_distill_trajectory_cli_writes_a_refined_student(tiny_teacher, tiny_corpus, tmp_path, capsys):
-    chain = distill(str(tiny_teacher), tiny_corpus, tmp_path / "chain", DistillConfig(start_steps=4, to=2, iters=2, batch=4),
+    chain = distill(str(tiny_teacher), tiny_corpus, tmp_path / "chain", ProgressiveConfig(start_steps=4, to=2, iters=2, batch=4),
                     progress=False)
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path / "t"),
-            "--method", "trajectory", "--iters", "3", "--batch", "4", "--pairs", "8", "--teacher-steps", "4", "--quiet"]
+    args = ["distill", "trajectory", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path / "t"),
+            "--iters", "3", "--batch", "4", "--pairs", "8", "--teacher-steps", "4", "--quiet"]
     assert main(args) == 2 and "--init" in capsys.readouterr().err
     assert main(args + ["--init", str(chain[-1])]) == 0
     path = tmp_path / "t" / "student-2.safetensors"

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from talkhead.bench.metrics import jitter
+from talkhead.metrics import jitter
 from talkhead.bench.motion import (BenchConfig, ClipRunner, clip_noises, cosine_summary, fixed_clip, machine_info,
                                    standard_error)
 from talkhead.errors import InputError
-from talkhead.motion.samplers import SAMPLERS
+from talkhead.diffusion.samplers import SAMPLERS
 from talkhead.util import atomic_write
 
 _SPEC = re.compile(r"^(?P<model>[^@].*?)(?:@(?P<steps>\d+)(?::(?P<sampler>\w+))?)?$")

@@ -9,11 +9,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from talkhead.bench.metrics import blink_rate, head_stats, lipsync_r, mouth_mse
+from talkhead.metrics import blink_rate, head_stats, lipsync_r, mouth_mse
 from talkhead.motion.model import MotionModel
 from talkhead.motion.windows import window_starts
 from talkhead.rig.spec import SPEC
-from talkhead.train.data import load_corpora
+from talkhead.data.windows import load_corpora
 
 
 def seam_ratio(motions: list[np.ndarray], std: np.ndarray, window: int = 80, overlap: int = 10) -> float:
@@ -51,7 +51,7 @@ def evaluate(model: MotionModel, data: str | Path | list[str | Path], steps: int
     val = load_corpora(corpora, "heldout", model.features, limit=clips)
     gens, targets, voices, divs = [], [], [], []
     for audio, motion, row in tqdm(list(zip(val.audio, val.motion, val.rows)), desc="eval", disable=not progress):
-        a = ((audio - model.norm.audio_mean) / model.norm.audio_std)[None].expand(seeds, -1, -1)
+        a = model.norm.audio(audio)[None].expand(seeds, -1, -1)
         gen = torch.Generator().manual_seed(0)
         noise = model.init_noise(seeds, len(audio), gen)
         out = model.sample(a, noise, steps=steps, sampler=sampler, guidance=guidance, generator=gen).numpy()

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 
 from talkhead.audio.features import FeatureConfig, extract
-from talkhead.bench.metrics import pearson
+from talkhead.metrics import pearson
 from talkhead.data.corpus import load_manifest
 from talkhead.rig.spec import SPEC
-from talkhead.train.data import Clips, load_clips, load_corpora
+from talkhead.data.windows import Clips, load_clips, load_corpora
 from talkhead.util import atomic_write
 
 CONTEXT = 4  # frames either side: +-160 ms, what the teacher's audio convolutions see

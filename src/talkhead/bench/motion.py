@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from talkhead.audio.tts import synthesize
-from talkhead.bench.metrics import cosine, error_shares, jitter, lipsync_r
+from talkhead.metrics import cosine, error_shares, jitter, lipsync_r
 from talkhead.motion.denoiser import compile_network
 from talkhead.motion.model import MotionModel, load
 from talkhead.util import atomic_write
@@ -122,12 +122,12 @@ class ClipRunner:
 
     def seed_outputs(self, m: MotionModel, feats: torch.Tensor, noises: list[torch.Tensor], steps, sampler) -> list[np.ndarray]:
         """Normalised motion [T, 58] from each initial noise, in the order given."""
-        return [m.normalize(self.clip_fn(m, feats, n, steps, sampler)()[0].float().cpu()).numpy() for n in noises]
+        return [m.norm.motion(self.clip_fn(m, feats, n, steps, sampler)()[0].float().cpu()).numpy() for n in noises]
 
     def lipsync(self, m: MotionModel, steps, sampler) -> float:
         gens, targets = [], []
         for audio, motion in zip(self.val.audio, self.val.motion):
-            a = ((audio - m.norm.audio_mean) / m.norm.audio_std)[None].to(self.cfg.device)
+            a = m.norm.audio(audio)[None].to(self.cfg.device)
             noise = m.init_noise(1, len(audio), torch.Generator().manual_seed(self.cfg.seed)).to(self.cfg.device)
             with torch.inference_mode():
                 gens.append(m.sample(a, noise, steps=steps, sampler=sampler)[0].float().cpu().numpy())
@@ -138,7 +138,7 @@ class ClipRunner:
 def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = BenchConfig(),
                      models_dir: Path | None = None, progress: bool = True) -> dict:
     """Run every row, write ``out/bench.json`` and ``out/pareto.png``; returns the JSON."""
-    from talkhead.train.data import load_clips
+    from talkhead.data.windows import load_clips
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 A student's N-step run is compared with hybrids in which the teacher does everything (on its
 fine grid, which contains the student's timesteps) except student step i. The extra error of
 hybrid i over the teacher's own grid is what step i alone adds; comparing it across steps says
-where distillation iterations are best spent (``talkhead distill --step-weights``).
+where distillation iterations are best spent (``talkhead distill progressive --step-weights``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import torch
 
 from talkhead.errors import InputError
 from talkhead.motion.model import MotionModel, learns_from, load
-from talkhead.train.data import WindowSampler, load_clips
-from talkhead.train.distill import ddim_path
-from talkhead.train.trajectory import COND_KEYS, PairsConfig, teacher_pairs
+from talkhead.data.windows import WindowSampler, load_clips
+from talkhead.diffusion.pairs import PairsConfig
+from talkhead.train.trajectory import COND_KEYS, teacher_pairs
 from talkhead.util import atomic_write
 
 
@@ -50,15 +50,18 @@ def step_attribution(student: MotionModel, teacher: MotionModel, pairs: dict[str
     def mse(x: torch.Tensor) -> float:
         return round(float((x - target).pow(2).mean()), 6)
 
+    def ddim_path(model: MotionModel, x: torch.Tensor, ts: list[int]) -> torch.Tensor:  # ts[-1] = -1: clean
+        return model.ddim(cond, x, ts[:-1], to=ts[-1]) if len(ts) > 1 else x
+
     # One teacher run, cut at the student's timesteps: the state each hybrid starts its student step from.
     marks = [0] + [grid.index(t) for t in steps]
     states = [noise]
     for a, b in zip(marks[:-1], marks[1:]):
-        states.append(ddim_path(teacher, states[-1], grid[a:b + 1], cond))
+        states.append(ddim_path(teacher, states[-1], grid[a:b + 1]))
     base = mse(states[-1])
-    only = [mse(ddim_path(teacher, ddim_path(student, x, [t, s], cond), grid[grid.index(s):], cond))
+    only = [mse(ddim_path(teacher, ddim_path(student, x, [t, s]), grid[grid.index(s):]))
             for x, t, s in zip(states[1:], steps[:-1], steps[1:])]
-    return {"timesteps": steps[:-1], "teacher_grid_mse": base, "student_mse": mse(ddim_path(student, noise, steps, cond)),
+    return {"timesteps": steps[:-1], "teacher_grid_mse": base, "student_mse": mse(ddim_path(student, noise, steps)),
             "only_step_mse": only, "step_excess": [round(m - base, 6) for m in only]}
 
 

@@ -13,32 +13,16 @@ from torch import Tensor
 from talkhead.audio.features import FeatureConfig, extract, silence_row
 from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import Denoiser, DenoiserConfig, make_network, same_interface
-from talkhead.motion.samplers import SAMPLERS
-from talkhead.motion.schedule import NoiseSchedule
+from talkhead.data.normalize import Normalizer
+from talkhead.diffusion.denoiser import Denoiser
+from talkhead.diffusion.samplers import sample_ddim
+from talkhead.motion.denoiser import DenoiserConfig, make_network, same_interface
+from talkhead.diffusion.samplers import SAMPLERS
+from talkhead.diffusion.schedule import NoiseSchedule
 from talkhead.motion.windows import run_windows, window_starts
 from talkhead.rig.spec import SPEC
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
-
-
-@dataclass
-class Normalizer:
-    """Per-channel statistics of motion and audio features; they travel with the checkpoint."""
-
-    motion_mean: Tensor
-    motion_std: Tensor
-    audio_mean: Tensor
-    audio_std: Tensor
-
-    def to_meta(self) -> dict[str, list[float]]:
-        return {k: [round(float(x), 6) for x in getattr(self, k)] for k in
-                ("motion_mean", "motion_std", "audio_mean", "audio_std")}
-
-    @classmethod
-    def from_meta(cls, meta: dict[str, Any]) -> "Normalizer":
-        return cls(**{k: torch.tensor(meta[k], dtype=torch.float32) for k in
-                      ("motion_mean", "motion_std", "audio_mean", "audio_std")})
 
 
 @dataclass
@@ -61,13 +45,11 @@ class MotionModel:
 
     def audio_features(self, wav: np.ndarray) -> Tensor:
         """Mono 16 kHz audio [N] -> normalised features [T, A]."""
-        return (extract(wav, self.features) - self.norm.audio_mean) / self.norm.audio_std
+        return self.norm.audio(extract(wav, self.features))
 
-    def normalize(self, motion: Tensor) -> Tensor:
-        return (motion - self.norm.motion_mean.to(motion)) / self.norm.motion_std.to(motion)
-
-    def denormalize(self, motion: Tensor) -> Tensor:
-        return motion * self.norm.motion_std.to(motion) + self.norm.motion_mean.to(motion)
+    def ddim(self, cond: dict[str, Tensor], noise: Tensor, timesteps: list[int], to: int = -1) -> Tensor:
+        """Deterministic DDIM over ``timesteps`` from ``noise`` (network units), stopping at ``to`` (-1: clean)."""
+        return sample_ddim(lambda x, t: self.denoiser(x, t, cond), noise, self.schedule, timesteps, to=to)
 
     def timesteps(self, steps: int | None = None) -> list[int]:
         """The default step grid (a student's own), or ``steps`` trailing-spaced steps."""
@@ -89,10 +71,10 @@ class MotionModel:
         b, n, _ = audio.shape
         w, tail_len = self.cfg.window, self.cfg.tail
         starts = window_starts(n, w, tail_len)
-        silence = (silence_row(self.features) - self.norm.audio_mean) / self.norm.audio_std
+        silence = self.norm.audio(silence_row(self.features))
         padded = torch.cat([audio, silence.to(audio).expand(b, starts[-1] + w - n, -1)], 1) if starts[-1] + w > n else audio
         dev = noise.device
-        ref_n = self.normalize(torch.zeros(b, SPEC.dim, device=dev) if ref is None else ref.to(dev))
+        ref_n = self.norm.motion(torch.zeros(b, SPEC.dim, device=dev) if ref is None else ref.to(dev))
         name = sampler or self.sampling.get("sampler", "ddim")
         ts = self.timesteps(steps)
         fn = SAMPLERS[name]
@@ -106,7 +88,7 @@ class MotionModel:
             kwargs = {"generator": generator} if name in ("ddpm", "ddim") else {}
             return fn(denoise, x_t, self.schedule, ts, **kwargs)
 
-        return self.denormalize(run_windows(n, window_fn, noise, w, tail_len))
+        return self.norm.motion_inverse(run_windows(n, window_fn, noise, w, tail_len))
 
     def state_tensors(self) -> dict[str, Tensor]:
         return {k: v for k, v in self.denoiser.net.state_dict().items()}

@@ -1,59 +1,54 @@
-"""The teacher's training loop: AdamW, EMA, gradient clipping, validation, atomic checkpoints, resume, DDP.
+"""The one training loop: every objective (teacher training, each distillation method) runs through ``fit``.
 
-A run directory holds ``config.json``, ``metrics.jsonl``, ``last.safetensors`` (EMA weights, a
-self-describing checkpoint that ``talkhead.motion.model.load`` reads) and ``state.pt`` (everything
-``--resume`` needs: raw weights, EMA, optimiser, step, random state). Both files are replaced
-atomically, so a kill at any moment leaves the previous checkpoint intact.
+As in EDM, the loop receives the module to train and the objective already built: the objective is
+a callable ``loss(module, generator, step) -> scalar`` that draws its own batch, and the loop owns
+everything else, once: AdamW, gradient clipping, warm-up and cosine learning rate, weight averaging
+(EMA), DDP, periodic hooks, and atomic checkpoints with exact resume (weights, average, optimiser,
+random state and the objective's own state, e.g. a consistency target network).
 """
 
 from __future__ import annotations
 
 import copy
 import io
-import json
 import math
 import os
-import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-import numpy as np
 import torch
 import torch.distributed as dist
+from torch import Tensor, nn
 from tqdm import tqdm
 
-from talkhead.audio.features import FeatureConfig
-from talkhead.bench.metrics import lipsync_r
 from talkhead.errors import InputError
-from talkhead.motion.denoiser import DenoiserConfig, count_parameters
-from talkhead.motion.losses import diffusion_loss
-from talkhead.motion.model import MotionModel, build
-from talkhead.train.data import Clips, WindowSampler, fit_normalizer, load_clips, load_corpora
-from talkhead.util import atomic_write, clear_stale_parts
+from talkhead.util import atomic_write
+
+
+class Objective(Protocol):
+    """A training objective: its loss for one freshly drawn batch. ``after_step``/``state_dict`` are optional."""
+
+    def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor: ...
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Optimisation settings of a training run."""
+class FitConfig:
+    """Optimisation settings every objective shares."""
 
-    steps: int = 4000
-    batch: int = 64
-    lr: float = 4e-4
-    weight_decay: float = 0.01
-    warmup: int = 200
-    ema: float = 0.999
+    steps: int
+    lr: float
+    weight_decay: float = 0.0
+    warmup: int = 0
     clip: float = 1.0
-    audio_drop: float = 0.1
-    snr_min: float = 0.0  # > 0: weight the x0 loss by SNR clipped to [snr_min, snr_max]
-    snr_max: float = 5.0
-    velocity: float = 0.0  # weight of the frame-difference (temporal) loss term
-    val_every: int = 500
-    ckpt_every: int = 200
-    val_clips: int = 16
+    # EMA decay of the weights the run returns (0: the last weights). ``ema_warmup``: the decay
+    # ramps up as (1 + step) / (10 + step), so an early average tracks the weights closely.
+    ema: float = 0.0
+    ema_warmup: bool = False
     seed: int = 0
-    device: str = "cpu"
-    stop_at: int = 0  # > 0: checkpoint and stop at this step (the LR schedule still spans ``steps``)
-    augmented: int = 0  # augmented copies of each clip's audio (telephone, room, noise, level), cached
+    ckpt_every: int = 0  # > 0 with a state path: checkpoint every this many steps (and at the end)
+    stop_at: int = 0  # > 0: checkpoint and stop at this step; the LR schedule still spans ``steps``
 
 
 def cosine_decay(lr: float, progress: float) -> float:
@@ -61,7 +56,14 @@ def cosine_decay(lr: float, progress: float) -> float:
     return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, params, lr: float, clip: float = 1.0) -> torch.Tensor:
+def lr_at(step: int, cfg: FitConfig) -> float:
+    """Linear warm-up, then cosine decay to a tenth at the last step."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    return cosine_decay(cfg.lr, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup - 1))
+
+
+def optimizer_step(opt: torch.optim.Optimizer, loss: Tensor, params, lr: float, clip: float = 1.0) -> Tensor:
     """One update of ``loss`` at learning rate ``lr``, gradients clipped to norm ``clip``; returns the unclipped norm."""
     for group in opt.param_groups:
         group["lr"] = lr
@@ -72,14 +74,25 @@ def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, params, lr: f
     return gnorm
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up, then cosine decay to a tenth."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    return cosine_decay(cfg.lr, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+class EMA:
+    """An exponential moving average of a module's weights; the first update copies them."""
+
+    def __init__(self, module: nn.Module, decay: float, warmup: bool = False) -> None:
+        if not 0 <= decay < 1:
+            raise InputError(f"an EMA decay is at least 0 and below 1, e.g. 0.995 (got {decay})")
+        self.module = copy.deepcopy(module).requires_grad_(False)
+        self.decay, self.warmup, self.updates = decay, warmup, 0
+
+    @torch.no_grad()
+    def update(self, module: nn.Module, step: int) -> None:
+        d = min(self.decay, (1 + step) / (10 + step)) if self.warmup else (self.decay if self.updates else 0.0)
+        for pe, p in zip(self.module.parameters(), module.parameters()):
+            pe.lerp_(p.detach().to(pe.device), 1 - d)
+        self.updates += 1
 
 
-def _dist_info() -> tuple[int, int]:
+def dist_info() -> tuple[int, int]:
+    """(rank, world size), starting the process group when launched by torchrun."""
     if "RANK" in os.environ and not dist.is_initialized():
         backend = "nccl" if torch.cuda.is_available() and os.environ.get("TALKHEAD_DEVICE", "") == "cuda" else "gloo"
         dist.init_process_group(backend)
@@ -88,143 +101,81 @@ def _dist_info() -> tuple[int, int]:
     return 0, 1
 
 
-@torch.no_grad()
-def validate(model: MotionModel, val: Clips, batch: dict, steps: int = 10, seed: int = 0) -> dict[str, float]:
-    """Held-out loss at fixed noise and timesteps, and lip-sync r of DDIM samples."""
-    g = torch.Generator().manual_seed(seed)
-    loss = float(diffusion_loss(model.denoiser, batch, g, audio_drop=0.0))
-    gens, targets = [], []
-    for audio, motion in zip(val.audio, val.motion):
-        a = ((audio - model.norm.audio_mean) / model.norm.audio_std)[None]
-        noise = model.init_noise(1, len(audio), torch.Generator().manual_seed(seed))
-        gens.append(model.sample(a, noise, steps=steps, sampler="ddim")[0].numpy())
-        targets.append(motion.numpy())
-    return {"val_loss": loss, "val_lipsync_r": lipsync_r(gens, targets)}
+Hook = Callable[[int, float, nn.Module], None]  # (step done, loss, averaged-or-current module)
 
 
-def _save(out: Path, model: MotionModel, ema_net: torch.nn.Module, opt: torch.optim.Optimizer,
-          step: int, gen: torch.Generator, meta: dict) -> None:
-    # The model file first, the resume state last: whenever state.pt exists, a loadable
-    # last.safetensors from the same step or a later one exists too.
-    ema_model = MotionModel(copy.deepcopy(model.denoiser), model.features, model.norm, model.sampling)
-    ema_model.denoiser.net.load_state_dict(ema_net.state_dict())
-    ema_model.save(out / "last.safetensors", {**meta, "train": {**meta["train"], "step": step}})
-    state = {"step": step, "net": model.denoiser.net.state_dict(), "ema": ema_net.state_dict(),
-             "opt": opt.state_dict(), "gen": gen.get_state()}
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    atomic_write(out / "state.pt", buf.getvalue())
+@dataclass
+class FitResult:
+    module: nn.Module  # the averaged weights (or the last ones without EMA)
+    losses: list[float]
+    step: int
 
 
-def _log(out: Path, row: dict) -> None:
-    with open(out / "metrics.jsonl", "a") as f:
-        f.write(json.dumps(row) + "\n")
+def fit(module: nn.Module, objective: Objective, cfg: FitConfig, state: Path | None = None,
+        on_step: Hook | None = None, on_checkpoint: Hook | None = None, resume: bool = False,
+        desc: str = "train", progress: bool = True) -> FitResult:
+    """Minimise ``objective`` over ``module``'s parameters (in place); returns its average and the losses.
 
-
-def _setup(data: list[Path], out: Path, model_cfg: DenoiserConfig, cfg: TrainConfig, features: FeatureConfig,
-           resume: bool, rank: int):
-    """Load data, build or restore the model; returns what the loop needs."""
-    train_clips = load_corpora(data, "train", features, augmented=cfg.augmented)
-    val_clips = load_clips(data[0], "heldout", features, limit=cfg.val_clips)
-    norm = fit_normalizer(train_clips)
-    torch.manual_seed(cfg.seed)  # the initial weights are part of the run's determinism
-    model = build(model_cfg, features, norm)
-    state = None
-    if resume:
-        if not (out / "state.pt").is_file():
-            raise InputError(f"--resume: {out} has no state.pt to resume from")
-        state = torch.load(out / "state.pt", weights_only=False)
-        model.denoiser.net.load_state_dict(state["net"])
-    elif (out / "state.pt").exists() and rank == 0:
-        raise InputError(f"{out} already holds a run; pass --resume to continue it or choose a new --out")
-    return train_clips, val_clips, norm, model, state
-
-
-def train(data: str | Path | list[str | Path], out: str | Path, model_cfg: DenoiserConfig = DenoiserConfig(),
-          cfg: TrainConfig = TrainConfig(), resume: bool = False, progress: bool = True,
-          features: FeatureConfig = FeatureConfig()) -> Path:
-    """Train a teacher on one corpus or several (validated on the first one's held-out voices); returns the EMA checkpoint."""
-    rank, world = _dist_info()
-    out = Path(out)
-    data = [Path(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
-    out.mkdir(parents=True, exist_ok=True)
-    if rank == 0:
-        clear_stale_parts(out)
-    train_clips, val_clips, norm, model, state = _setup(data, out, model_cfg, cfg, features, resume, rank)
-    device = torch.device(cfg.device)
-    net = model.denoiser.to(device)
-    ema_net = copy.deepcopy(model.denoiser.net).requires_grad_(False)
-    opt = torch.optim.AdamW(net.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ``state`` (a file) makes the run resumable: with ``resume`` it continues from that file exactly.
+    ``on_checkpoint`` runs before each state write (write the model file there), so whenever a state
+    exists, a model from the same step or a later one does too. ``on_step`` runs after every step.
+    """
+    rank, world = dist_info()
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ema = EMA(module, cfg.ema, cfg.ema_warmup) if cfg.ema else None
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
-    step = 0
-    if state is not None:
-        ema_net.load_state_dict(state["ema"])
-        opt.load_state_dict(state["opt"])
-        gen.set_state(state["gen"])
-        step = state["step"]
-    ddp = _DDPDenoiser(torch.nn.parallel.DistributedDataParallel(net), net.schedule) if world > 1 else net
-    sampler = WindowSampler(train_clips, norm, model_cfg.window, model_cfg.tail)
-    val_batch = WindowSampler(val_clips, norm, model_cfg.window, model_cfg.tail).sample(
-        64, torch.Generator().manual_seed(1234))
-    meta = _run_meta(data, train_clips, cfg, count_parameters(net.net), world)
-    if rank == 0:
-        atomic_write(out / "config.json", json.dumps({"model": asdict(model_cfg), "train": asdict(cfg),
-                                                      "features": asdict(features)}, indent=1).encode())
-        _log(out, {"event": "resume" if resume else "start", "step": step, "params": meta["train"]["params"]})
-    bar = tqdm(total=cfg.steps, initial=step, desc="train", disable=not progress or rank != 0)
-    t0 = time.time()
+    step = _restore(state, module, opt, ema, gen, objective) if resume else 0
+    train_mod = torch.nn.parallel.DistributedDataParallel(module) if world > 1 else module
     end = min(cfg.steps, cfg.stop_at) if cfg.stop_at > 0 else cfg.steps
+    losses: list[float] = []
+    bar = tqdm(total=cfg.steps, initial=step, desc=desc, disable=not progress or rank != 0)
     while step < end:
-        batch = {k: v.to(device) for k, v in sampler.sample(cfg.batch // world, gen).items()}
-        loss = diffusion_loss(ddp, batch, gen, cfg.audio_drop,
-                              (cfg.snr_min, cfg.snr_max) if cfg.snr_min > 0 else None, cfg.velocity)
-        gnorm = optimizer_step(opt, loss, net.net.parameters(), lr_at(step, cfg), cfg.clip)
-        with torch.no_grad():
-            decay = min(cfg.ema, (1 + step) / (10 + step))  # warm-up: early EMA tracks the weights closely
-            for pe, p in zip(ema_net.parameters(), net.net.parameters()):
-                pe.lerp_(p.detach().to(pe.device), 1 - decay)
+        loss = objective(train_mod, gen, step)
+        optimizer_step(opt, loss, params, lr_at(step, cfg), cfg.clip)
+        if ema is not None:
+            ema.update(module, step)
+        if hasattr(objective, "after_step"):
+            objective.after_step(module)
         step += 1
+        losses.append(loss.item())
         bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.4f}")
-        if rank == 0:
-            _after_step(out, step, loss, gnorm, cfg, model, ema_net, opt, gen, meta, val_clips, val_batch, t0)
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+        avg = module if ema is None else ema.module
+        if rank == 0 and on_step is not None:
+            on_step(step, losses[-1], avg)
+        if rank == 0 and state is not None and ((cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == end):
+            if on_checkpoint is not None:
+                on_checkpoint(step, losses[-1], avg)
+            _save_state(state, step, module, opt, ema, gen, objective)
     bar.close()
     if world > 1:
         dist.barrier()
-    return out / "last.safetensors"
+    return FitResult(module if ema is None else ema.module, losses, step)
 
 
-def _run_meta(data: list[Path], clips: Clips, cfg: TrainConfig, params: int, world: int) -> dict:
-    """What the checkpoint says about how it was made; with Whisper features, which encoder weights."""
-    train = {"data": ",".join(map(str, data)), "clips": len(clips.rows),
-             "minutes": round(sum(r["duration"] for r in clips.rows) / 60, 1), "config": asdict(cfg),
-             "params": params, "world": world}
-    if clips.features.kind == "whisper":
-        from talkhead.audio.whisper import weights_info
-
-        train["front_end"] = weights_info()
-    return {"kind": "teacher", "train": train}
+def _save_state(path: Path, step: int, module: nn.Module, opt, ema: EMA | None, gen: torch.Generator,
+                objective: Objective) -> None:
+    state = {"step": step, "net": module.state_dict(), "ema": None if ema is None else ema.module.state_dict(),
+             "ema_updates": 0 if ema is None else ema.updates, "opt": opt.state_dict(), "gen": gen.get_state(),
+             "objective": objective.state_dict() if hasattr(objective, "state_dict") else None}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write(path, buf.getvalue())
 
 
-class _DDPDenoiser(torch.nn.Module):
-    """DDP must see the forward call to sync gradients; this keeps the Denoiser's call signature."""
-
-    def __init__(self, ddp: torch.nn.Module, schedule) -> None:
-        super().__init__()
-        self.ddp, self.schedule = ddp, schedule
-
-    def forward(self, x, t, cond):
-        return self.ddp(x, t, cond)
-
-
-def _after_step(out: Path, step: int, loss, gnorm, cfg: TrainConfig, model: MotionModel, ema_net, opt, gen,
-                meta: dict, val_clips: Clips, val_batch: dict, t0: float) -> None:
-    if step % 20 == 0 or step == cfg.steps:
-        _log(out, {"step": step, "loss": round(loss.item(), 5), "grad_norm": round(float(gnorm), 4),
-                   "lr": lr_at(step, cfg), "elapsed_s": round(time.time() - t0, 1)})
-    if step % cfg.val_every == 0 or step == cfg.steps:
-        ema_model = MotionModel(copy.deepcopy(model.denoiser).cpu(), model.features, model.norm, model.sampling)
-        ema_model.denoiser.net.load_state_dict(ema_net.state_dict())
-        _log(out, {"step": step, **validate(ema_model, val_clips, val_batch)})
-    if step % cfg.ckpt_every == 0 or step in (cfg.steps, cfg.stop_at):
-        _save(out, model, ema_net, opt, step, gen, meta)
+def _restore(path: Path | None, module: nn.Module, opt, ema: EMA | None, gen: torch.Generator,
+             objective: Objective) -> int:
+    if path is None or not path.is_file():
+        raise InputError(f"--resume: {path.parent if path else 'this run'} has no {path.name if path else 'state'} "
+                         "to resume from")
+    state = torch.load(path, weights_only=False)
+    module.load_state_dict(state["net"])
+    opt.load_state_dict(state["opt"])
+    gen.set_state(state["gen"])
+    if ema is not None and state["ema"] is not None:
+        ema.module.load_state_dict(state["ema"])
+        ema.updates = state.get("ema_updates", 1)
+    if state.get("objective") is not None and hasattr(objective, "load_state_dict"):
+        objective.load_state_dict(state["objective"])
+    return int(state["step"])

@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from talkhead.cli_generate import size_arg
+from talkhead.cli.generate import size_arg
+from talkhead.cli.common import add_device, check_device
 from talkhead.errors import InputError
-
-
-def _device(name: str) -> str:
-    import torch
-
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda: no CUDA device is available")
-    return name
 
 
 def _cmd_bench_motion(args: argparse.Namespace) -> None:
@@ -22,7 +15,7 @@ def _cmd_bench_motion(args: argparse.Namespace) -> None:
 
     if args.seeds < 1:
         raise InputError(f"--seeds needs at least 1 noise seed (got {args.seeds})")
-    cfg = BenchConfig(teacher=args.teacher, repeats=args.repeats, lipsync_clips=args.clips, device=_device(args.device),
+    cfg = BenchConfig(teacher=args.teacher, repeats=args.repeats, lipsync_clips=args.clips, device=check_device(args.device),
                       seeds=args.seeds)
     models_dir = Path(args.models_dir) if args.models_dir else None
     run_motion_bench(args.data, args.out, cfg, models_dir=models_dir)
@@ -33,7 +26,7 @@ def _cmd_bench_compare(args: argparse.Namespace) -> None:
     from talkhead.bench.compare import CompareConfig, parse_entry, run_compare
 
     entries = [parse_entry(s) for s in args.models]
-    cfg = CompareConfig(teacher=args.teacher, seeds=args.seeds, seed=args.seed, device=_device(args.device))
+    cfg = CompareConfig(teacher=args.teacher, seeds=args.seeds, seed=args.seed, device=check_device(args.device))
     result = run_compare(entries, args.out, cfg)
     first = result["entries"][0]
     print(f"cosine to {result['reference']} over {cfg.seeds} seeds (mean ± s.e.); differences paired with {first['entry']}")
@@ -64,7 +57,7 @@ def _cmd_bench_render(args: argparse.Namespace) -> None:
     from talkhead.bench.e2e import run_e2e_bench
     from talkhead.bench.render import run_render_bench
 
-    device = _device(args.device)
+    device = check_device(args.device)
     r = run_render_bench(args.out, device=device, size=args.size, frames=args.frames,
                          threads=args.threads or None)
     print(f"warp renderer: {r['fps']} frames/s at {r['width']}x{r['height']} ({r['threads']} threads)")
@@ -122,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--models-dir", default=None, help="look for students here first (default: shipped)")
     m.add_argument("--repeats", type=int, default=10)
     m.add_argument("--clips", type=int, default=24, help="held-out clips for lip sync")
-    m.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    add_device(m)
     m.add_argument("--seeds", type=int, default=16,
                    help="noise seeds for the per-seed cosines written beside the table (the table uses the first)")
     m.set_defaults(func=_cmd_bench_motion)
@@ -133,7 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--seeds", type=int, default=64, help="noise seeds, each the clip's whole initial noise")
     c.add_argument("--seed", type=int, default=0, help="first seed (bench motion's table uses 0)")
     c.add_argument("--teacher", default="teacher", help="the reference, sampled with DDIM at S = 50")
-    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    add_device(c)
     c.add_argument("--out", required=True)
     c.set_defaults(func=_cmd_bench_compare)
     s = bsub.add_parser("steps", help="which step of a few-step student adds the most error to the teacher's")
@@ -152,7 +145,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")
     r.add_argument("--frames", type=int, default=165)
-    r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    r.add_argument("--threads", type=int, default=0, help="torch threads for the renderer (0: default)")
+    add_device(r, threads=True)
     r.add_argument("--no-e2e", action="store_true", help="skip the end-to-end generate timing")
     r.set_defaults(func=_cmd_bench_render)

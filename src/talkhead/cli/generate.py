@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from talkhead.cli.common import add_device, check_device
+
 
 def size_arg(text: str) -> tuple[int, int]:
     """``--size``: "512" (square) or "WIDTHxHEIGHT" such as "1080x1920" -> (width, height)."""
@@ -38,13 +40,9 @@ def add_speech_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> None:
-    import torch
-
-    from talkhead.errors import InputError
     from talkhead.pipeline import GenerateConfig, MotionConfig, generate
 
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda: no CUDA device is available")
+    check_device(args.device)
     motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=driver_arg(args))
     cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, transcript=args.transcript,
                          voice=args.voice, motion=motion,
@@ -65,6 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--cadence-stride", type=int, default=1, help="render every K-th frame, blend the rest")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--motion-out", help="also write the motion as .csv or .npy")
-    g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    add_device(g)
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=_cmd_generate)

@@ -6,14 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
-from talkhead.cli_generate import add_speech_args
+from talkhead.cli.generate import add_speech_args
 from talkhead.errors import InputError
 
 
 def _cmd_motion(args: argparse.Namespace) -> None:
     from talkhead.audio.io import load_audio
     from talkhead.audio.tts import synthesize
-    from talkhead.cli_generate import driver_arg
+    from talkhead.cli.generate import driver_arg
     from talkhead.pipeline import MotionConfig, motion_from_speech, speech_from_recording
     from talkhead.rig.io import save_motion
 
@@ -67,7 +67,7 @@ def _cmd_models(args: argparse.Namespace) -> None:
 
 def _default_sampling(text: str, current: dict) -> dict:
     """``SAMPLER@STEPS`` -> the sampling metadata of a model that runs on a trailing grid (not a student's own)."""
-    from talkhead.motion.samplers import SAMPLERS
+    from talkhead.diffusion.samplers import SAMPLERS
 
     sampler, _, steps = text.partition("@")
     if sampler not in SAMPLERS or not steps.isdigit() or int(steps) < 1:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from diffusers import DDIMScheduler
 
-from talkhead.motion.schedule import NoiseSchedule
+from talkhead.diffusion.schedule import NoiseSchedule
 
 
 def _ddim(spacing: str = "trailing") -> DDIMScheduler:

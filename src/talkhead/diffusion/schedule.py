@@ -1,4 +1,4 @@
-"""The discrete-time noise schedule shared by training, sampling and distillation."""
+"""The discrete-time noise schedule shared by training, sampling and distillation, whatever the data."""
 
 from __future__ import annotations
 
@@ -46,6 +46,25 @@ class NoiseSchedule:
     def alphas_cumprod(self) -> Tensor:
         """abar_t = prod_{s<=t} (1 - beta_s), float64 [T]."""
         return torch.cumprod(1.0 - self.betas, dim=0)
+
+    @cached_property
+    def _abar_f32(self) -> Tensor:
+        return self.alphas_cumprod.float()
+
+    def abar(self, t: Tensor | int | list[int]) -> Tensor:
+        """abar at timesteps ``t`` [B], float32 on t's device: the one lookup everything shares.
+
+        Fractional t (a student between grid points) interpolates linearly between neighbours;
+        t < 0 stands for the clean end point, abar = 1, where a sampler's last step lands.
+        """
+        t = torch.as_tensor(t)
+        table = self._abar_f32.to(t.device)
+        tc = t.float().clamp(0, len(table) - 1)
+        lo = tc.floor().long()
+        hi = (lo + 1).clamp_max(len(table) - 1)
+        w = tc - lo.float()
+        a = table[lo] * (1 - w) + table[hi] * w
+        return torch.where(t < 0, torch.ones_like(a), a)
 
     def _abar(self, t: Tensor | int) -> Tensor:
         t = torch.as_tensor(t, dtype=torch.long)

@@ -25,7 +25,7 @@ from diffusers import (
 )
 from torch import Tensor
 
-from talkhead.motion.samplers import (
+from talkhead.diffusion.samplers import (
     SAMPLERS,
     sample,
     sample_ddim,
@@ -33,7 +33,7 @@ from talkhead.motion.samplers import (
     sample_dpmpp_2m,
     sample_unipc,
 )
-from talkhead.motion.schedule import NoiseSchedule
+from talkhead.diffusion.schedule import NoiseSchedule
 
 # diffusers 0.42 + numpy 2 warn inside set_timesteps; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")

@@ -1,4 +1,4 @@
-"""Corpus clips in memory and random training windows drawn from them."""
+"""Corpus clips in memory (features cached per front end) and random training windows drawn from them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from talkhead.audio.augment import augment
 from talkhead.audio.features import FeatureConfig, extract, silence_row
 from talkhead.data.corpus import load_manifest
 from talkhead.errors import InputError
-from talkhead.motion.model import Normalizer
+from talkhead.data.normalize import Normalizer
 from talkhead.util import atomic_write
 
 
@@ -125,12 +125,12 @@ class WindowSampler:
     def __init__(self, clips: Clips, norm: Normalizer, window: int = 80, tail: int = 10,
                  tail_prob: float = 0.7, tail_noise: float = 0.05) -> None:
         self.window, self.tail, self.tail_prob, self.tail_noise = window, tail, tail_prob, tail_noise
-        self.motion = [(m - norm.motion_mean) / norm.motion_std for m in clips.motion]
+        self.motion = [norm.motion(m) for m in clips.motion]
         # Each clip's audio as heard clean or through one of its augmented channels, picked per window.
-        self.audio = [[(a - norm.audio_mean) / norm.audio_std for a in [clean, *extra]]
+        self.audio = [[norm.audio(a) for a in [clean, *extra]]
                       for clean, extra in zip(clips.audio, clips.variants or [[]] * len(clips.audio))]
-        self.silence_audio = (silence_row(clips.features) - norm.audio_mean) / norm.audio_std
-        self.silence_motion = (torch.zeros(norm.motion_mean.shape) - norm.motion_mean) / norm.motion_std
+        self.silence_audio = norm.audio(silence_row(clips.features))
+        self.silence_motion = norm.motion(torch.zeros(norm.motion_mean.shape))
         lengths = torch.tensor([len(m) for m in self.motion], dtype=torch.float64)
         self.weights = lengths / lengths.sum()
 
@@ -176,11 +176,11 @@ def warp_audio(audio: Tensor, norm: Normalizer, features: FeatureConfig, max_war
         raise InputError(f"--warp stretches mel bands; the {features.kind} front end has none")
     b, w, _ = audio.shape
     n = features.n_mels
-    mel = (audio * norm.audio_std + norm.audio_mean).reshape(b, w, -1, n)
+    mel = norm.audio_inverse(audio).reshape(b, w, -1, n)
     alpha = 1 + (2 * torch.rand(b, generator=generator) - 1) * max_warp
     src = (torch.arange(n, dtype=torch.float32)[None] / alpha[:, None]).clamp(0, n - 1)  # [B, n]
     lo = src.floor().long()
     frac = (src - lo)[:, None, None]
     pick = lambda idx: torch.gather(mel, -1, idx[:, None, None].expand(mel.shape))
     out = pick(lo) * (1 - frac) + pick((lo + 1).clamp_max(n - 1)) * frac
-    return (out.reshape(b, w, -1) - norm.audio_mean) / norm.audio_std
+    return norm.audio(out.reshape(b, w, -1))

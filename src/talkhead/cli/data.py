@@ -1,10 +1,9 @@
-"""The ``talkhead`` command line: each subcommand maps onto a config dataclass and one function."""
+"""``talkhead tts`` and ``talkhead data synth|align``: speech and training data."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from talkhead.errors import InputError
@@ -77,10 +76,7 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
           f"(reasons in {Path(args.out) / 'report.json'})")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="talkhead", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-
+def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("tts", help="speak text to a WAV file with phoneme timings (OUT.phones.json)")
     t.add_argument("text", nargs="?", help="what to say")
     t.add_argument("-o", "--out", help="output .wav; phones go to OUT.phones.json")
@@ -113,31 +109,3 @@ def build_parser() -> argparse.ArgumentParser:
     da.add_argument("--quiet", action="store_true", help="no progress bar")
     da.set_defaults(func=_cmd_data_align)
 
-    for register in _extra_commands():
-        register(sub)
-    return p
-
-
-def _extra_commands() -> list:
-    # Each subsystem registers its own subcommands; imports stay light until a command runs.
-    from talkhead import cli_bench, cli_distill, cli_generate, cli_motion, cli_train
-
-    return [cli_generate.register, cli_train.register, cli_distill.register, cli_motion.register, cli_bench.register]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input is one line on stderr and exit code 2."""
-    args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except InputError as e:
-        print(f"talkhead: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("talkhead: interrupted", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from talkhead.audio.tts import synthesize
-from talkhead.bench.metrics import error_shares
+from talkhead.metrics import error_shares
 from talkhead.rig import target_motion
 from talkhead.rig.spec import SPEC
 

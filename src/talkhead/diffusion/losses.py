@@ -1,48 +1,50 @@
-"""Training losses, one short function each: the teacher's objective and the distillation targets."""
+"""Training losses, one short function each, in x0 form over any data shaped [B, T, ...]:
+the diffusion objective and the distillation targets."""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from talkhead.motion.denoiser import Denoiser
+from talkhead.diffusion.denoiser import Denoiser
+from talkhead.diffusion.schedule import NoiseSchedule
 
 
-def _per_sample_error(pred: Tensor, target: Tensor, velocity: float) -> Tensor:
-    """Mean squared error per sample [B], plus ``velocity`` times that of the frame differences."""
-    err = (pred - target).pow(2).mean(dim=(1, 2))
+def per_sample_error(pred: Tensor, target: Tensor, velocity: float = 0.0) -> Tensor:
+    """Mean squared error per sample [B], plus ``velocity`` times that of the differences along axis 1 (time)."""
+    dims = tuple(range(1, pred.dim()))
+    err = (pred - target).pow(2).mean(dim=dims)
     if velocity:
-        err = err + velocity * (pred.diff(dim=1) - target.diff(dim=1)).pow(2).mean(dim=(1, 2))
+        err = err + velocity * (pred.diff(dim=1) - target.diff(dim=1)).pow(2).mean(dim=dims)
     return err
 
 
 def diffusion_loss(denoiser: Denoiser, batch: dict[str, Tensor], generator: torch.Generator,
                    audio_drop: float = 0.1, snr_weight: tuple[float, float] | None = None,
-                   velocity: float = 0.0) -> Tensor:
+                   velocity: float = 0.0, drop_key: str = "audio_mask", schedule: NoiseSchedule | None = None) -> Tensor:
     """The DDPM objective in x0 form: MSE between x0 and its prediction from x_t, t ~ U{0..T-1}.
 
+    ``batch`` holds "x0" and the conditioning. A share ``audio_drop`` of rows get ``drop_key`` False
+    (the network drops that conditioning: classifier-free guidance's unconditional model).
     ``snr_weight=(lo, hi)`` weights each sample by its SNR clipped to [lo, hi] (truncated SNR,
     Salimans & Ho 2022; plain x0 MSE under-trains the nearly clean steps, whose errors show as
     jitter). ``velocity`` adds a frame-difference term: a temporal regulariser on the prediction.
+    ``schedule`` defaults to the denoiser's own (a DDP wrapper hides it).
     """
+    schedule = schedule or denoiser.schedule
     x0 = batch["x0"]
     b = x0.shape[0]
-    n = denoiser.schedule.num_train_timesteps
+    n = schedule.num_train_timesteps
     t = torch.randint(0, n, (b,), generator=generator).to(x0.device)
     noise = torch.randn(x0.shape, generator=generator).to(x0)
-    x_t = denoiser.schedule.add_noise(x0, noise, t)
+    x_t = schedule.add_noise(x0, noise, t)
     keep = (torch.rand(b, generator=generator) >= audio_drop).to(x0.device)
-    pred = denoiser(x_t, t, {**batch, "audio_mask": keep})
-    err = _per_sample_error(pred, x0, velocity)
+    cond = {k: v for k, v in batch.items() if k != "x0"}
+    pred = denoiser(x_t, t, {**cond, drop_key: keep})
+    err = per_sample_error(pred, x0, velocity)
     if snr_weight is not None:
-        err = err * denoiser.schedule.snr(t.cpu()).clamp(*snr_weight).to(err)
+        err = err * schedule.snr(t.cpu()).clamp(*snr_weight).to(err)
     return err.mean()
-
-
-def ddim_step(x0: Tensor, x_t: Tensor, abar_t: Tensor, abar_s: Tensor) -> Tensor:
-    """One deterministic DDIM move from abar_t to abar_s given an x0 estimate (abar_s = 1: x0 itself)."""
-    eps = (x_t - abar_t.sqrt() * x0) / (1 - abar_t).sqrt().clamp_min(1e-8)
-    return abar_s.sqrt() * x0 + (1 - abar_s).sqrt() * eps
 
 
 def progressive_target(x_t: Tensor, x_s: Tensor, abar_t: Tensor, abar_s: Tensor) -> Tensor:
@@ -58,8 +60,8 @@ def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor, velo
     ``velocity`` adds the frame-difference error: a few-step student's misses are otherwise
     frame-to-frame noise, which plain MSE barely sees but the eye does (jitter).
     """
-    weight = (abar_t / (1 - abar_t).clamp_min(1e-8)).clamp(1.0, 5.0)
-    return (weight.flatten() * _per_sample_error(student_x0, target_x0, velocity)).mean()
+    weight = (abar_t / (1 - abar_t).clamp_min(1e-8)).clamp(1.0, 5.0)  # abar_t [B, 1, ...]
+    return (weight.flatten() * per_sample_error(student_x0, target_x0, velocity)).mean()
 
 
 def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:
@@ -69,4 +71,4 @@ def consistency_loss(online_x0: Tensor, target_x0: Tensor) -> Tensor:
 
 def trajectory_loss(student_out: Tensor, teacher_out: Tensor, velocity: float = 0.0) -> Tensor:
     """Whole-sampler distillation (Luhman & Luhman 2021): the student's N-step output against the teacher's, same noise."""
-    return _per_sample_error(student_out, teacher_out.detach(), velocity).mean()
+    return per_sample_error(student_out, teacher_out.detach(), velocity).mean()

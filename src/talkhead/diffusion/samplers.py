@@ -1,8 +1,9 @@
-"""Samplers for the x0-predicting motion denoiser: pure functions over a timestep list.
+"""Samplers for any x0-predicting denoiser: pure functions over a timestep list.
 
-A denoiser is any callable ``denoise(x_t [B,T,D], t [B] long) -> x0_hat [B,T,D]``; conditioning is
+A denoiser is any callable ``denoise(x_t [B, ...], t [B] long) -> x0_hat [B, ...]``; conditioning is
 closed over by the caller. Every sampler walks the given descending integer timesteps and then
-takes one last step to abar = 1 (sigma = 0), so its output is a clean sample. Coefficients are
+takes one last step to abar = 1 (sigma = 0), so its output is a clean sample (DDIM can stop at
+another timestep instead: distillation targets are pieces of a teacher's path). Coefficients are
 computed in float64 from the schedule; the state keeps ``x_T``'s dtype and is returned as float32.
 ``x_T`` is never modified in place.
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from talkhead.motion.schedule import NoiseSchedule
+from talkhead.diffusion.schedule import NoiseSchedule
 
 Denoiser = Callable[[Tensor, Tensor], Tensor]
 Callback = Callable[[int, int, Tensor], None]
@@ -40,10 +41,27 @@ def _check_timesteps(timesteps: Sequence[int], schedule: NoiseSchedule) -> list[
     return ts
 
 
-def _abars(schedule: NoiseSchedule, ts: list[int]) -> list[float]:
-    # One entry per listed step plus the terminal abar = 1: the last update lands on clean data.
+def _abars(schedule: NoiseSchedule, ts: list[int], to: int = -1) -> list[float]:
+    # One entry per listed step plus the terminal one: abar = 1 (clean data) unless ``to`` names a timestep.
     abar = schedule.alphas_cumprod
-    return [float(abar[t]) for t in ts] + [1.0]
+    return [float(abar[t]) for t in ts] + [1.0 if to < 0 else float(abar[to])]
+
+
+def _sqrt(v):
+    """sqrt of a float or a tensor, negatives (round-off) read as 0."""
+    return math.sqrt(max(v, 0.0)) if isinstance(v, float) else v.clamp_min(0).sqrt()
+
+
+def ddim_step(x0: Tensor, x_t: Tensor, abar_t, abar_s, std: float = 0.0) -> Tensor:
+    """One DDIM move from abar_t to abar_s given an x0 estimate (Song et al. 2021, eq. 12); abar_s = 1 gives x0.
+
+    The abars are floats or tensors that broadcast against x (per-sample [B, 1, ...]). ``std`` is the
+    noise the caller adds afterwards (eta > 0), taken out of the deterministic part here. This is the
+    one DDIM formula: samplers, distillation targets and stored teacher samples all use it.
+    """
+    den = _sqrt(1 - abar_t)
+    eps = (x_t - _sqrt(abar_t) * x0) / (max(den, 1e-8) if isinstance(den, float) else den.clamp_min(1e-8))
+    return _sqrt(abar_s) * x0 + _sqrt(1 - abar_s - std**2) * eps
 
 
 def _predict_x0(denoise: Denoiser, x: Tensor, i: int, t: int, callback: Callback | None) -> Tensor:
@@ -97,17 +115,22 @@ def sample_ddim(
     eta: float = 0.0,
     generator: torch.Generator | None = None,
     callback: Callback | None = None,
+    to: int = -1,
 ) -> Tensor:
-    """DDIM, deterministic at eta = 0, DDPM-like at eta = 1 (Song et al. 2021, eq. 12)."""
+    """DDIM, deterministic at eta = 0, DDPM-like at eta = 1 (Song et al. 2021, eq. 12).
+
+    ``to`` >= 0 stops the run at that timestep (below the last listed one) instead of at clean data.
+    """
     ts = _check_timesteps(timesteps, schedule)
-    abars = _abars(schedule, ts)
+    if to >= ts[-1]:
+        raise ValueError(f"a DDIM run over {ts} cannot stop at timestep {to}")
+    abars = _abars(schedule, ts, to)
     x = x_T
     for i, t in enumerate(ts):
         x0 = _predict_x0(denoise, x, i, t, callback)
         a_t, a_s = abars[i], abars[i + 1]
-        eps = (x - math.sqrt(a_t) * x0) / math.sqrt(1.0 - a_t)
         std = eta * math.sqrt((1.0 - a_s) / (1.0 - a_t) * (1.0 - a_t / a_s))
-        x = math.sqrt(a_s) * x0 + math.sqrt(max(1.0 - a_s - std**2, 0.0)) * eps
+        x = ddim_step(x0, x, a_t, a_s, std)
         if eta > 0:
             # Drawn on every step (std is 0 on the last) to keep the RNG stream aligned with diffusers.
             x = x + std * _randn_like(x, generator)

@@ -6,7 +6,7 @@ import torch
 
 from talkhead.cli import main
 from talkhead.motion.model import load
-from talkhead.train.data import WindowSampler, load_clips, warp_audio
+from talkhead.data.windows import WindowSampler, load_clips, warp_audio
 
 
 def _centroid(audio: torch.Tensor, model) -> torch.Tensor:
@@ -30,7 +30,7 @@ def test_warp_moves_the_spectrum_the_way_of_its_factor(tiny_teacher, tiny_corpus
 
 
 def test_distill_with_warp_records_it_and_refuses_a_wild_one(tiny_teacher, tiny_corpus, tmp_path, capsys):
-    args = ["distill", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
+    args = ["distill", "progressive", "--teacher", str(tiny_teacher), "--data", str(tiny_corpus), "--out", str(tmp_path),
             "--start-steps", "4", "--to", "2", "--iters", "2", "--batch", "4", "--quiet"]
     assert main([*args, "--warp", "0.7"]) == 2
     assert "--warp" in capsys.readouterr().err

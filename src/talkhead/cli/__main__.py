@@ -1,0 +1,7 @@
+"""``python -m talkhead.cli``: the same as the ``talkhead`` command."""
+
+import sys
+
+from talkhead.cli import main
+
+sys.exit(main())

@@ -1,0 +1,87 @@
+"""``talkhead train`` (the teacher) and ``talkhead distill progressive|consistency|trajectory`` (students).
+
+Their flags are built from the config dataclasses, so each default exists once, in the config.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from talkhead.cli.common import add_config_flags, check_device, config_from_args, set_threads
+from talkhead.errors import InputError
+
+
+def _cmd_train(args: argparse.Namespace) -> None:
+    from talkhead.audio.features import FeatureConfig
+    from talkhead.motion.denoiser import DenoiserConfig
+    from talkhead.train.configs import TrainConfig
+    from talkhead.train.teacher import train
+
+    set_threads(args.threads)
+    check_device(args.device)
+    if args.audio_kernel is not None and (args.audio_kernel < 1 or args.audio_kernel % 2 == 0):
+        raise InputError(f"--audio-kernel must be an odd number >= 1, got {args.audio_kernel}")
+    if args.augmented < 0:
+        raise InputError(f"--augment must be >= 0, got {args.augmented}")
+    features = FeatureConfig(kind=args.features)
+    sizes = {k: getattr(args, k) for k in ("width", "depth", "heads", "audio_kernel") if getattr(args, k) is not None}
+    model_cfg = DenoiserConfig(audio_dim=features.dim, **sizes)
+    cfg = config_from_args(TrainConfig, args)
+    path = train(args.data, args.out, model_cfg, cfg, resume=args.resume, progress=not args.quiet, features=features)
+    print(f"wrote {path}")
+
+
+def _cmd_distill(args: argparse.Namespace) -> None:
+    from talkhead.train.configs import METHODS
+    from talkhead.train.distill import distill
+
+    set_threads(args.threads)
+    if args.augmented < 0:
+        raise InputError(f"--augment must be >= 0, got {args.augmented}")
+    cfg = config_from_args(METHODS[args.method], args)
+    for path in distill(args.teacher, args.data, args.out, cfg, progress=not args.quiet):
+        print(f"wrote {path}")
+
+
+def _register_train(sub: argparse._SubParsersAction) -> None:
+    from talkhead.train.configs import TrainConfig
+
+    t = sub.add_parser("train", help="train the motion diffusion teacher on a corpus")
+    t.add_argument("--data", required=True, nargs="+",
+                   help="corpus directories (talkhead data synth / data align), pooled; the first one's "
+                        "held-out voices validate")
+    t.add_argument("--out", required=True, help="run directory: checkpoints, metrics.jsonl")
+    t.add_argument("--features", choices=["logmel", "whisper"], default="logmel",
+                   help="audio front end, recorded in the checkpoint (README, 'Real speech')")
+    # Network sizes default to DenoiserConfig's own (not repeated here, and torch stays unimported).
+    t.add_argument("--width", type=int, help="transformer width (default: DenoiserConfig's, 192)")
+    t.add_argument("--depth", type=int, help="transformer layers (default: DenoiserConfig's, 4)")
+    t.add_argument("--heads", type=int, help="attention heads (default: DenoiserConfig's, 4)")
+    t.add_argument("--audio-kernel", type=int, help="frames each audio convolution sees, odd (default: 5)")
+    add_config_flags(t, TrainConfig)
+    t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_train)
+
+
+def _register_distill(sub: argparse._SubParsersAction) -> None:
+    from talkhead.train.configs import METHODS
+
+    d = sub.add_parser("distill", help="distil the teacher into few-step students")
+    msub = d.add_subparsers(dest="method", required=True, metavar="METHOD")
+    for name, cls in METHODS.items():
+        m = msub.add_parser(name, help=cls.__doc__.splitlines()[0].split(": ", 1)[-1])
+        m.add_argument("--teacher", default="teacher", help="shipped model name or checkpoint path")
+        m.add_argument("--data", required=True, help="corpus directory")
+        m.add_argument("--out", required=True, help="directory for student checkpoints (reruns resume)")
+        add_config_flags(m, cls)
+        m.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+        m.add_argument("--quiet", action="store_true")
+        m.set_defaults(func=_cmd_distill)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _register_train(sub)
+    _register_distill(sub)
+
