@@ -14,11 +14,11 @@ runs=${RUNS:-runs}
 [ -f "$data/manifest.jsonl" ] || talkhead data synth --minutes 360 --out "$data" --seed 2 --voices wide
 common=(--augment 2 --average 0.995 --lr 1e-4 --data "$data" --threads 2)
 # student-4: 8,12,8,4 teacher steps per student step (timesteps 999, 749, 374, 124), a network each
-talkhead distill --teacher "$teacher" --segments 8,12,8,4 --experts --start-steps 32 --to 4 \
+talkhead distill progressive --teacher "$teacher" --segments 8,12,8,4 --experts --start-steps 32 --to 4 \
     --iters "${ITERS4:-900}" --seed 41 --out "$runs/w-4" "${common[@]}"
 # student-2 and student-1: two and four of student-4's steps in one, starting from the teacher's weights
-talkhead distill --teacher "$runs/w-4/student-4.safetensors" --factor 2 --start-steps 4 --to 2 --init "$teacher" \
+talkhead distill progressive --teacher "$runs/w-4/student-4.safetensors" --factor 2 --start-steps 4 --to 2 --init "$teacher" \
     --iters "${ITERS2:-1500}" --seed 42 --out "$runs/w-2" "${common[@]}"
-talkhead distill --teacher "$runs/w-4/student-4.safetensors" --factor 4 --start-steps 4 --to 1 --velocity 1 \
+talkhead distill progressive --teacher "$runs/w-4/student-4.safetensors" --factor 4 --start-steps 4 --to 1 --velocity 1 \
     --init "$teacher" --iters "${ITERS1:-1800}" --seed 43 --out "$runs/w-1" "${common[@]}"
 echo "students in $runs/w-4, $runs/w-2, $runs/w-1; compare with: talkhead bench compare ... --teacher $teacher"

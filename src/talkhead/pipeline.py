@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-import torch
-
 from talkhead.audio.tts import Speech
 from talkhead.errors import InputError
 from talkhead.motion.model import MotionModel
@@ -30,12 +30,11 @@ class MotionConfig:
 
 
 def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig()) -> np.ndarray:
-    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640)."""
-    feats = model.audio_features(wav)[None]
-    gen = torch.Generator().manual_seed(cfg.seed)
-    noise = model.init_noise(1, feats.shape[1], gen)
-    return model.sample(feats, noise, steps=cfg.steps, sampler=cfg.sampler, guidance=cfg.guidance,
-                        generator=gen)[0].numpy()
+    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once."""
+    from talkhead.motion.stream import MotionStream
+
+    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance)
+    return np.concatenate([stream.push(wav), stream.flush()])
 
 
 def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
@@ -71,6 +70,7 @@ class GenerateConfig:
     motion: MotionConfig = MotionConfig()
     size: int | tuple[int, int] = 512  # N (square) or (width, height)
     cadence_stride: int = 1
+    renderer: str = "warp"  # see talkhead.render.RENDERERS
     device: str = "cpu"
     batch: int = 32
 
@@ -98,23 +98,50 @@ def speech_from_recording(wav: np.ndarray, transcript: str | None = None) -> Spe
     return Speech(wav, 16_000, align(wav, transcript))
 
 
-def render_frames(renderer, motion: np.ndarray, stride: int, batch: int = 32):
-    """Stage 3: motion [T, 58] -> frames uint8 [H, W, 3] one by one; with stride K only keyframes are
-    rendered and the frames between are blended from their two neighbouring keyframes."""
-    from talkhead.rig.cadence import interpolation_weights, keyframes
+class Frame(NamedTuple):
+    """One video frame of a stream: its index (25 fps), the image, and the motion it shows."""
 
-    if stride <= 1:
-        yield from renderer.frames(motion, batch)
-        return
-    key_idx = keyframes(len(motion), stride)
-    keys = renderer(motion[key_idx])
-    left, right, w = interpolation_weights(len(motion), key_idx)
-    for i in range(len(motion)):
-        if w[i] >= 1.0:
-            yield keys[right[i]]
-        else:
-            a, b = keys[left[i]].astype(np.float32), keys[right[i]].astype(np.float32)
-            yield np.round(a + w[i] * (b - a)).astype(np.uint8)
+    index: int
+    image: np.ndarray  # uint8 [H, W, 3]
+    motion: np.ndarray  # [58], rig units
+
+
+def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: MotionConfig = MotionConfig(),
+           stride: int = 1, batch: int = 32, block_s: float = 28.0, context_s: float = 1.0) -> Iterator[Frame]:
+    """Speech arriving in chunks (16 kHz mono) -> frames, each as soon as it is final.
+
+    Stages: audio front end in blocks (``block_s``, ``context_s``), motion windows continuing the
+    previous window's tail, then the renderer in batches fixed by frame index. ``generate`` is this
+    generator fed the whole recording, so a stream gives the same frames however speech is chunked.
+    """
+    from talkhead.motion.stream import MotionStream
+
+    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, block_s, context_s)
+
+    def blocks() -> Iterator[np.ndarray]:
+        for chunk in chunks:
+            yield motion.push(chunk)
+        yield motion.flush()
+
+    yield from frames_from_motion(blocks(), renderer, stride, batch)
+
+
+def frames_from_motion(blocks: Iterable[np.ndarray], renderer, stride: int = 1, batch: int = 32) -> Iterator[Frame]:
+    """Motion arriving in blocks [m, 58] -> frames: the frame stage of ``stream``, alone (e.g. for phone targets)."""
+    from talkhead.render.stage import FrameStage
+
+    stage, pending, index = FrameStage(renderer, stride, batch), [], 0
+
+    def paired(images: Iterator[np.ndarray]) -> Iterator[Frame]:
+        nonlocal index
+        for image in images:
+            yield Frame(index, image, pending[index])
+            index += 1
+
+    for block in blocks:
+        pending.extend(np.asarray(block, np.float32))
+        yield from paired(stage.push(block))
+    yield from paired(stage.flush())
 
 
 def cadence_motion(motion: np.ndarray, stride: int) -> np.ndarray:
@@ -140,13 +167,16 @@ def check_output(path: str, suffix: str = ".mp4") -> None:
 
 
 def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progress: bool = True) -> dict:
-    """Photo + speech -> talking-head mp4 (H.264 + AAC, 25 fps); returns each stage's seconds."""
+    """Photo + speech -> talking-head mp4 (H.264 + AAC, 25 fps); returns each stage's seconds.
+
+    The model driver runs ``stream`` over the whole recording: offline and live share one path.
+    """
     import time
 
     from tqdm import tqdm
 
+    from talkhead.render import make_renderer
     from talkhead.render.face import default_photo, load_image
-    from talkhead.render.warp import WarpRenderer
     from talkhead.rig.io import save_motion
     from talkhead.video import write_mp4
 
@@ -156,20 +186,29 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
     times: dict[str, float] = {}
     t = time.perf_counter()
     photo = load_image(cfg.image) if cfg.image else default_photo()
-    renderer = WarpRenderer(photo, cfg.size, cfg.device, name=cfg.image or "astronaut")
+    renderer = make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut")
     times["face"] = time.perf_counter() - t
     t = time.perf_counter()
     speech = load_speech(cfg)
-    times["speech"] = time.perf_counter() - t
+    model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
+    times["speech_and_model"] = time.perf_counter() - t
     t = time.perf_counter()
-    motion = cadence_motion(motion_from_speech(speech, cfg.motion), cfg.cadence_stride)
-    times["motion"] = time.perf_counter() - t
-    if motion_out:
-        save_motion(motion_out, motion)
-    t = time.perf_counter()
-    bar = tqdm(total=len(motion), unit="frame", desc="render+encode", disable=not progress)
-    frames = render_frames(renderer, motion, cfg.cadence_stride, cfg.batch)
-    write_mp4(out, frames, speech.wav, speech.sample_rate, progress=lambda n: bar.update(n - bar.n))
+    if model is None:
+        frames = frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.cadence_stride, cfg.batch)
+    else:
+        frames = stream([speech.wav], model, renderer, cfg.motion, cfg.cadence_stride, cfg.batch)
+    shown: list[np.ndarray] = []
+    bar = tqdm(total=-(-len(speech.wav) // 640), unit="frame", desc="generate", disable=not progress)
+
+    def images() -> Iterator[np.ndarray]:
+        for f in frames:
+            shown.append(f.motion)
+            bar.update(1)
+            yield f.image
+
+    write_mp4(out, images(), speech.wav, speech.sample_rate)
     bar.close()
-    times["render_encode"] = time.perf_counter() - t
-    return {"frames": len(motion), "seconds": len(motion) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+    times["motion_render_encode"] = time.perf_counter() - t
+    if motion_out:
+        save_motion(motion_out, cadence_motion(np.stack(shown), cfg.cadence_stride))
+    return {"frames": len(shown), "seconds": len(shown) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}

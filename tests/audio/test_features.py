@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from talkhead.audio.augment import augment, telephone
-from talkhead.audio.features import FeatureConfig, extract, silence_row
+from talkhead.audio.features import FeatureStream, FeatureConfig, extract, silence_row
 from talkhead.audio.io import load_audio
-from talkhead.audio.whisper import mel_filters, whisper_features, whisper_log_mel
+from talkhead.audio.whisper import mel_filters, whisper_log_mel
 
 SPEECH = Path(__file__).resolve().parents[1] / "assets" / "speech"
 
@@ -58,12 +58,32 @@ def test_one_row_per_video_frame(arctic, kind, pool):
     assert torch.equal(silence_row(cfg), extract(np.zeros(16_000, np.float32), cfg)[12])
 
 
-def test_chunked_encoding_agrees_with_whole(arctic):
-    whole = whisper_features(arctic, 100)
-    chunked = whisper_features(arctic, 100, chunk_s=1.6, context_s=0.8)
-    assert chunked.shape == whole.shape
-    r = np.corrcoef(whole[10:90].ravel(), chunked[10:90].ravel())[0, 1]
-    assert r > 0.8  # with 0.8 s of context each way, chunks see most of what the whole clip does
+def test_short_blocks_agree_with_whole_clip_features(arctic):
+    cfg = FeatureConfig(kind="whisper")
+    whole = extract(arctic, cfg)
+    stream = FeatureStream(cfg, block_s=1.6, context_s=0.8)
+    blocked = torch.cat([stream.push(arctic), stream.flush()])
+    assert blocked.shape == whole.shape
+    r = np.corrcoef(whole[10:-10].ravel(), blocked[10:-10].ravel())[0, 1]
+    assert r > 0.8  # with 0.8 s of context each way, blocks see most of what the whole clip does
+
+
+@pytest.mark.parametrize("kind", ["logmel", "whisper"])
+def test_feature_stream_rows_do_not_depend_on_how_the_audio_is_chunked(arctic, kind):
+    """Fed in 37 ms pieces or all at once, the stream gives the same rows; log-mel blocks match the whole clip."""
+    cfg = FeatureConfig(kind=kind)
+    audio = np.concatenate([arctic, arctic[:20_000]])  # 4.3 s: three 1.2 s blocks and a part
+    at_once = FeatureStream(cfg, block_s=1.2, context_s=0.4)
+    whole = torch.cat([at_once.push(audio), at_once.flush()])
+    pieces, rows = FeatureStream(cfg, block_s=1.2, context_s=0.4), []
+    for s in range(0, len(audio), 600):
+        rows.append(pieces.push(audio[s:s + 600]))
+        done = sum(len(r) for r in rows)
+        assert done <= max(0, (s + 600) // 640 - 10)  # a row waits for its 0.4 s of right context
+    rows.append(pieces.flush())
+    assert torch.equal(torch.cat(rows), whole) and len(whole) == int(np.ceil(len(audio) / 640))
+    if kind == "logmel":  # log-mel rows are local: blocks with any context give the whole clip's rows
+        torch.testing.assert_close(whole, extract(audio, cfg), atol=1e-4, rtol=0)
 
 
 def test_augment_is_seeded_and_bounded(arctic):

@@ -7,7 +7,8 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load
-from talkhead.motion.windows import run_windows, window_starts
+from talkhead.motion.windows import WindowRunner, run_windows, window_starts
+from talkhead.motion.stream import MotionStream
 from talkhead.pipeline import MotionConfig, motion_from_audio
 
 
@@ -19,11 +20,36 @@ def test_window_starts_cover_the_clip():
 
 def test_run_windows_crossfades_from_the_tail():
     # A window function that continues the tail exactly gives a seamless, exact ramp.
-    def fn(start, tail, noise):
+    def fn(start, cond, tail, noise):
         return (torch.arange(start, start + 80, dtype=torch.float32)[None, :, None]).expand(1, 80, 2)
 
-    out = run_windows(300, fn, torch.zeros(1, 5, 80, 2))
+    out = run_windows(torch.zeros(1, 300, 3), fn, torch.zeros(1, 5, 80, 2), torch.zeros(3))
     assert torch.allclose(out[0, :, 0], torch.arange(300, dtype=torch.float32))
+
+
+def test_window_runner_gives_the_whole_clip_result_however_rows_arrive():
+    seen = []
+
+    def fn(start, cond, tail, noise):  # depends on the conditioning, the tail and the noise
+        seen.append(start)
+        base = cond.sum(-1, keepdim=True).cumsum(1) + noise
+        return base if tail is None else base + tail.mean(1, keepdim=True)
+
+    g = torch.Generator().manual_seed(0)
+    for n in (1, 79, 80, 81, 150, 151, 333):
+        rows, noise = torch.randn(1, n, 3, generator=g), torch.randn(1, 6, 80, 1, generator=g)
+        whole = run_windows(rows, fn, noise, torch.full((3,), -1.0))
+        seen.clear()
+        runner, out, at = WindowRunner(fn, lambda k: noise[:, k], torch.full((3,), -1.0), 1), [], 0
+        for size in [1, 7, 64, 2, 90] * 10:
+            if at >= n:
+                break
+            out.append(runner.push(rows[:, at:at + size]))
+            at += size
+            assert sum(o.shape[1] for o in out) <= max(0, at - 10)  # frames wait for the next window's overlap
+        out.append(runner.flush())
+        assert seen == window_starts(n)
+        assert torch.equal(torch.cat(out, 1), whole) and whole.shape[1] == n
 
 
 def test_long_clip_is_deterministic_and_seed_dependent(tiny_teacher):
@@ -39,6 +65,15 @@ def test_long_clip_is_deterministic_and_seed_dependent(tiny_teacher):
     d = motion_from_audio(model, wav, MotionConfig(steps=4, seed=3, sampler="ddpm"))
     e = motion_from_audio(model, wav, MotionConfig(steps=4, seed=3, sampler="ddpm"))
     assert np.array_equal(d, e)
+    # Streamed in 100 ms pieces with short feature blocks, the same seed gives the same motion as
+    # the same stream fed at once: chunking never changes the result (stochastic samplers included).
+    for sampler in ("ddim", "ddpm"):
+        at_once = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
+        whole = np.concatenate([at_once.push(wav), at_once.flush()])
+        pieces = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
+        parts = [pieces.push(wav[s:s + 1600]) for s in range(0, len(wav), 1600)]
+        assert np.array_equal(np.concatenate([*parts, pieces.flush()]), whole)
+        assert sum(len(p) for p in parts) >= 70  # the first window came out before the end of speech
 
 
 def test_every_sampler_runs_the_model_and_many_steps_converge(tiny_teacher):

@@ -90,17 +90,77 @@ def log_mel(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()
     return mel.reshape(t, k * cfg.n_mels)
 
 
-def extract(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
-    """Mono 16 kHz audio [N] -> raw features [T, cfg.dim], T = ceil(N / 640), by the front end ``cfg`` names."""
+def _block(x: np.ndarray, cfg: FeatureConfig) -> torch.Tensor:
+    """Features of one stretch of audio, a whole number of video frames long: [len / 640, cfg.dim]."""
     if cfg.kind == "logmel":
-        return log_mel(wav, cfg)
-    from talkhead.audio.whisper import whisper_features
+        return log_mel(x, cfg)
+    from talkhead.audio.whisper import encode
 
-    x = np.asarray(wav, np.float32)
-    feats = whisper_features(x, n_frames(len(x), cfg.sample_rate))
+    enc = encode(x)
+    feats = enc.reshape(len(enc) // 2, 2 * enc.shape[1])  # the two 50 Hz rows of each video frame
     if cfg.pool == "mean":
         feats = 0.5 * (feats[:, :384] + feats[:, 384:])
-    return torch.from_numpy(feats)
+    return torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))
+
+
+class FeatureStream:
+    """Audio arriving in chunks -> feature rows, exactly the rows ``extract`` gives for the whole audio.
+
+    Features are computed in blocks of ``block_s`` seconds, each with ``context_s`` of audio on either
+    side that it sees but does not keep (Whisper's encoder attends over its whole input, so a row
+    depends on what surrounds it). A block is computed once its right context has arrived, so the
+    rows depend on the blocking only, never on how the audio was chunked. Offline extraction is this
+    stream fed everything at once: 28 s blocks (Whisper's window is 30 s) hold most clips whole.
+    A live caller trades quality for latency with shorter blocks.
+    """
+
+    def __init__(self, cfg: FeatureConfig = FeatureConfig(), block_s: float = 28.0, context_s: float = 1.0) -> None:
+        self.cfg, self.hop = cfg, cfg.sample_rate // FPS
+        self.block, self.ctx = max(1, round(block_s * FPS)), max(0, round(context_s * FPS))
+        self._buf = np.zeros(0, np.float32)  # audio from frame self._origin on
+        self._origin = 0  # the frame the buffer starts at (older audio is dropped)
+        self._samples = 0  # audio received in all
+        self._next = 0  # the first frame whose features are not out yet
+
+    def push(self, samples: np.ndarray) -> torch.Tensor:
+        """More 16 kHz audio -> the feature rows it completes, [n, cfg.dim] (n may be 0)."""
+        x = np.asarray(samples, np.float32).reshape(-1)
+        self._buf = np.concatenate([self._buf, x])
+        self._samples += len(x)
+        rows = []
+        while self._next + self.block + self.ctx <= self._samples // self.hop:
+            rows.append(self._compute(self._next + self.block + self.ctx))
+        return self._cat(rows)
+
+    def flush(self) -> torch.Tensor:
+        """The end of the audio: the remaining rows, the last frame padded with silence."""
+        total = n_frames(self._samples, self.cfg.sample_rate)
+        pad = (total - self._origin) * self.hop - len(self._buf)
+        self._buf = np.concatenate([self._buf, np.zeros(max(0, pad), np.float32)])
+        rows = []
+        while self._next < total:
+            left = total - self._next
+            rows.append(self._compute(min(total, self._next + self.block + self.ctx))[:left])
+        return self._cat(rows)
+
+    def _compute(self, hi: int) -> torch.Tensor:
+        start = self._next
+        lo = max(0, start - self.ctx)
+        x = self._buf[(lo - self._origin) * self.hop : (hi - self._origin) * self.hop]
+        rows = _block(x, self.cfg)[start - lo : start - lo + self.block]
+        self._next = start + self.block
+        keep = max(0, self._next - self.ctx)  # the next block's left context starts here
+        self._buf, self._origin = self._buf[(keep - self._origin) * self.hop :], keep
+        return rows
+
+    def _cat(self, rows: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(rows) if rows else torch.zeros(0, self.cfg.dim)
+
+
+def extract(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
+    """Mono 16 kHz audio [N] -> raw features [T, cfg.dim], T = ceil(N / 640), by the front end ``cfg`` names."""
+    stream = FeatureStream(cfg)
+    return torch.cat([stream.push(np.asarray(wav, np.float32)), stream.flush()])
 
 
 @lru_cache(maxsize=8)

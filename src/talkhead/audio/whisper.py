@@ -90,22 +90,3 @@ def encode(wav: np.ndarray, threads: int = 0) -> np.ndarray:
     with _lock:  # one CTranslate2 model object serves one call at a time
         out = _encoder(threads or torch.get_num_threads()).encode(view, to_cpu=True)
     return np.asarray(out)[0]
-
-
-def whisper_features(wav: np.ndarray, frames: int, chunk_s: float = 28.0, context_s: float = 1.0) -> np.ndarray:
-    """Audio -> [frames, 768]: the two 50 Hz encoder rows of each 40 ms video frame, side by side.
-
-    Audio longer than ``chunk_s`` is encoded in chunks that overlap by ``context_s`` on each side;
-    each chunk keeps only its centre, so every frame sees at least that much context.
-    """
-    hop = SAMPLE_RATE // 25
-    x = np.zeros(frames * hop, np.float32)
-    x[: min(len(wav), len(x))] = wav[: len(x)]
-    step, ctx = int(chunk_s * 25), int(context_s * 25)
-    rows = []
-    for start in range(0, frames, step):
-        lo, hi = max(0, start - ctx), min(frames, start + step + ctx)
-        enc = encode(x[lo * hop : hi * hop])
-        enc = enc.reshape(hi - lo, 2 * enc.shape[1])
-        rows.append(enc[start - lo : start - lo + min(step, frames - start)])
-    return np.concatenate(rows).astype(np.float32)

@@ -24,7 +24,7 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
 def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.ndarray]:
     """Seconds per stage for one clip (TTS, motion, render, encode) and the frames."""
     from talkhead.audio.tts import synthesize
-    from talkhead.pipeline import cadence_motion, motion_from_speech, render_frames
+    from talkhead.pipeline import frames_from_motion, motion_from_speech
     from talkhead.video import write_mp4
 
     t = {}
@@ -34,10 +34,10 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
     speech = type(speech)(wav, speech.sample_rate, speech.phones)
     t["tts"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    motion = cadence_motion(motion_from_speech(speech, cfg, model), stride)
+    motion = motion_from_speech(speech, cfg, model)
     t["motion"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    frames = np.stack(list(render_frames(renderer, motion, stride)))
+    frames = np.stack([f.image for f in frames_from_motion([motion], renderer, stride)])
     t["render"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()

@@ -46,7 +46,8 @@ def _cmd_generate(args: argparse.Namespace) -> None:
     motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=driver_arg(args))
     cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, transcript=args.transcript,
                          voice=args.voice, motion=motion,
-                         size=args.size, cadence_stride=args.cadence_stride, device=args.device)
+                         size=args.size, cadence_stride=args.cadence_stride, renderer=args.renderer,
+                         device=args.device)
     info = generate(cfg, args.out, motion_out=args.motion_out, progress=not args.quiet)
     print(f"wrote {args.out}: {info['frames']} frames, {info['seconds']:.2f} s")
 
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--size", type=size_arg, default=(512, 512),
                    help="frame size: N for N x N, or WIDTHxHEIGHT such as 1080x1920 (default 512)")
     g.add_argument("--cadence-stride", type=int, default=1, help="render every K-th frame, blend the rest")
+    g.add_argument("--renderer", default="warp", help="how frames are drawn (warp: the photo warped by the rig)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--motion-out", help="also write the motion as .csv or .npy")
     add_device(g)

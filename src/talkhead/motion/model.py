@@ -19,7 +19,7 @@ from talkhead.diffusion.samplers import sample_ddim
 from talkhead.motion.denoiser import DenoiserConfig, make_network, same_interface
 from talkhead.diffusion.samplers import SAMPLERS
 from talkhead.diffusion.schedule import NoiseSchedule
-from talkhead.motion.windows import run_windows, window_starts
+from talkhead.motion.windows import WindowRunner, run_windows, window_starts
 from talkhead.rig.spec import SPEC
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -66,29 +66,45 @@ class MotionModel:
     def sample(self, audio: Tensor, noise: Tensor, steps: int | None = None, sampler: str | None = None,
                guidance: float = 1.0, ref: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
         """Normalised audio [B, T, A] and window noise [B, K, W, D] -> motion [B, T, 58] in rig units."""
+        fn = self.window_fn(audio.shape[0], steps, sampler, guidance, ref, generator, noise.device)
+        silence = self.norm.audio(silence_row(self.features))
+        return self.norm.motion_inverse(run_windows(audio, fn, noise, silence, self.cfg.window, self.cfg.tail))
+
+    def runner(self, noise: torch.Generator, steps: int | None = None, sampler: str | None = None,
+               guidance: float = 1.0, ref: Tensor | None = None, generator: torch.Generator | None = None
+               ) -> WindowRunner:
+        """For streaming, one clip: normalised audio rows in, motion in network units out, window by window.
+
+        Each window's initial noise is drawn from ``noise`` as it starts, the same numbers
+        ``init_noise(1, ...)`` draws at once, so a stream gives what ``sample`` gives for the whole clip.
+        """
+        w, d = self.cfg.window, self.cfg.motion_dim
+        fn = self.window_fn(1, steps, sampler, guidance, ref, generator, torch.device("cpu"))
+        return WindowRunner(fn, lambda k: torch.randn(1, w, d, generator=noise), self.norm.audio(silence_row(self.features)),
+                            d, w, self.cfg.tail)
+
+    def window_fn(self, b: int, steps: int | None, sampler: str | None, guidance: float, ref: Tensor | None,
+                  generator: torch.Generator | None, dev: torch.device):
+        """The sampler run on one window: (start, audio [B, W, A], tail or None, noise [B, W, D]) -> [B, W, D]."""
         if self.denoiser.training:  # eval() walks every submodule: ~3 % of a one-step clip on 2 cores
             self.denoiser.eval()
-        b, n, _ = audio.shape
-        w, tail_len = self.cfg.window, self.cfg.tail
-        starts = window_starts(n, w, tail_len)
-        silence = self.norm.audio(silence_row(self.features))
-        padded = torch.cat([audio, silence.to(audio).expand(b, starts[-1] + w - n, -1)], 1) if starts[-1] + w > n else audio
-        dev = noise.device
+        tail_len = self.cfg.tail
         ref_n = self.norm.motion(torch.zeros(b, SPEC.dim, device=dev) if ref is None else ref.to(dev))
         name = sampler or self.sampling.get("sampler", "ddim")
-        ts = self.timesteps(steps)
-        fn = SAMPLERS[name]
-        no_tail = torch.zeros(b, tail_len, SPEC.dim, device=dev, dtype=noise.dtype)
+        if name not in SAMPLERS:
+            raise InputError(f"unknown sampler {name!r}; expected one of {', '.join(sorted(SAMPLERS))}")
+        ts, fn = self.timesteps(steps), SAMPLERS[name]
+        no_tail = torch.zeros(b, tail_len, SPEC.dim, device=dev)
         flags = {True: torch.ones(b, dtype=torch.bool, device=dev), False: torch.zeros(b, dtype=torch.bool, device=dev)}
+        kwargs = {"generator": generator} if name in ("ddpm", "ddim") else {}
 
-        def window_fn(start: int, tail: Tensor | None, x_t: Tensor) -> Tensor:
-            cond = {"audio": padded[:, start : start + w], "ref": ref_n,
-                    "tail": no_tail if tail is None else tail, "has_tail": flags[tail is not None]}
-            denoise = _guided(self.denoiser, cond, guidance)
-            kwargs = {"generator": generator} if name in ("ddpm", "ddim") else {}
-            return fn(denoise, x_t, self.schedule, ts, **kwargs)
+        @torch.no_grad()
+        def window_fn(start: int, audio: Tensor, tail: Tensor | None, x_t: Tensor) -> Tensor:
+            cond = {"audio": audio.to(dev), "ref": ref_n, "tail": no_tail.to(x_t) if tail is None else tail,
+                    "has_tail": flags[tail is not None]}
+            return fn(_guided(self.denoiser, cond, guidance), x_t, self.schedule, ts, **kwargs)
 
-        return self.norm.motion_inverse(run_windows(n, window_fn, noise, w, tail_len))
+        return window_fn
 
     def state_tensors(self) -> dict[str, Tensor]:
         return {k: v for k, v in self.denoiser.net.state_dict().items()}

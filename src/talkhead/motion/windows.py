@@ -1,8 +1,10 @@
-"""Sliding windows over long clips: 80 frames with a 10-frame overlap, fused with a cross-fade.
+"""Sliding windows over speech: 80 frames with a 10-frame overlap, fused with a cross-fade.
 
-Each window is conditioned on the first frames of itself as the previous
-window generated them, so it continues that motion; within a clip windows are
-therefore sequential, and the batch dimension runs over clips or seeds.
+Each window is conditioned on the first frames of itself as the previous window generated them,
+so it continues that motion; windows are therefore sequential. ``WindowRunner`` runs them as the
+conditioning arrives: a window runs once its 80 frames of features are in (or, at the end, padded
+with silence), and the 70 frames before its overlap are final from then on. Offline sampling is the
+same runner fed everything at once, so a stream and a whole clip give the same motion.
 """
 
 from __future__ import annotations
@@ -27,26 +29,73 @@ def crossfade_weights(overlap: int) -> Tensor:
     return (torch.arange(overlap, dtype=torch.float32) + 0.5) / overlap
 
 
-WindowFn = Callable[[int, Tensor | None, Tensor], Tensor]
+# window_fn(start, conditioning window [B, W, A], tail [B, overlap, D] or None, noise [B, W, D]) -> [B, W, D]
+WindowFn = Callable[[int, Tensor, Tensor | None, Tensor], Tensor]
 
 
-def run_windows(n_frames: int, window_fn: WindowFn, noise: Tensor, window: int = 80, overlap: int = 10) -> Tensor:
-    """Generate a whole clip window by window: noise [B, K, W, D] -> motion [B, n_frames, D].
+class WindowRunner:
+    """Conditioning rows in (any chunking), final motion frames out, window by window."""
 
-    ``window_fn(start, tail, noise_k)`` returns one window [B, W, D]; ``tail`` is the last
-    ``overlap`` frames generated so far ([B, overlap, D]) or None for the first window.
-    """
-    starts = window_starts(n_frames, window, overlap)
-    if noise.shape[1] < len(starts):
-        raise ValueError(f"need noise for {len(starts)} windows, got {noise.shape[1]}")
-    b, _, _, d = noise.shape
-    out = torch.zeros(b, starts[-1] + window, d, dtype=noise.dtype, device=noise.device)
-    ramp = crossfade_weights(overlap).to(noise)[None, :, None]
-    for k, s in enumerate(starts):
-        tail = out[:, s : s + overlap].clone() if k else None
-        y = window_fn(s, tail, noise[:, k])
-        if k:
+    def __init__(self, window_fn: WindowFn, noise_fn: Callable[[int], Tensor], pad_row: Tensor, dim: int,
+                 window: int = 80, overlap: int = 10) -> None:
+        # pad_row [A]: the conditioning past the end (silence); dim: the motion channels.
+        self.window_fn, self.noise_fn, self.pad_row, self.dim = window_fn, noise_fn, pad_row, dim
+        self.window, self.overlap, self.hop = window, overlap, window - overlap
+        self._cond: Tensor | None = None  # rows from frame self._start on
+        self._start = 0  # the frame the next window starts at
+        self._k = 0  # the next window's index
+        self._tail: Tensor | None = None  # the previous window's overlap, not yet final
+        self._received = 0
+        self._emitted = 0
+
+    def push(self, rows: Tensor) -> Tensor:
+        """Conditioning rows [B, n, A] -> the motion frames they complete, [B, m, D] (m may be 0)."""
+        self._cond = rows if self._cond is None else torch.cat([self._cond, rows], 1)
+        self._received += rows.shape[1]
+        out = []
+        while self._cond.shape[1] >= self.window:
+            out.append(self._run(self._cond[:, : self.window]))
+        return self._emit(out)
+
+    def flush(self) -> Tensor:
+        """The end of the conditioning: the remaining windows (padded), then the last overlap, cut to length."""
+        if self._cond is None:
+            raise ValueError("no conditioning was pushed")
+        out, n = [], self._received
+        while self._k == 0 or self._start - self.hop + self.window < n:  # the windows window_starts(n) lists
+            have = self._cond[:, : self.window]
+            pad = self.pad_row.to(have).expand(have.shape[0], self.window - have.shape[1], -1)
+            out.append(self._run(torch.cat([have, pad], 1)))
+        out.append(self._tail)
+        return self._emit(out, limit=n - self._emitted)
+
+    def _run(self, cond: Tensor) -> Tensor:
+        y = self.window_fn(self._start, cond, self._tail, self.noise_fn(self._k))
+        if self._tail is not None:
+            ramp = crossfade_weights(self.overlap).to(y)[None, :, None]
             y = y.clone()
-            y[:, :overlap] = (1 - ramp) * tail + ramp * y[:, :overlap]
-        out[:, s : s + window] = y
-    return out[:, :n_frames]
+            y[:, : self.overlap] = (1 - ramp) * self._tail + ramp * y[:, : self.overlap]
+        self._tail = y[:, self.hop :].clone()
+        self._cond = self._cond[:, self.hop :]
+        self._start += self.hop
+        self._k += 1
+        return y[:, : self.hop]
+
+    def _emit(self, out: list[Tensor], limit: int | None = None) -> Tensor:
+        if out:
+            frames = torch.cat(out, 1)[:, :limit]
+        else:
+            b = 1 if self._cond is None else self._cond.shape[0]
+            frames = torch.zeros(b, 0, self.dim)
+        self._emitted += frames.shape[1]
+        return frames
+
+
+def run_windows(rows: Tensor, window_fn: WindowFn, noise: Tensor, pad_row: Tensor, window: int = 80,
+                overlap: int = 10) -> Tensor:
+    """A whole clip at once: conditioning [B, T, A] and per-window noise [B, K, W, D] -> motion [B, T, D]."""
+    k = len(window_starts(rows.shape[1], window, overlap))
+    if noise.shape[1] < k:
+        raise ValueError(f"need noise for {k} windows, got {noise.shape[1]}")
+    runner = WindowRunner(window_fn, lambda i: noise[:, i], pad_row, noise.shape[-1], window, overlap)
+    return torch.cat([runner.push(rows), runner.flush()], 1)
