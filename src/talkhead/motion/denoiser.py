@@ -117,11 +117,13 @@ class StepExperts(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.experts = nn.ModuleList(MotionTransformer(replace(cfg, experts=())) for _ in cfg.experts)
-        self.register_buffer("centres", torch.tensor(cfg.experts, dtype=torch.float32), persistent=False)
+        # A plain tensor, not a buffer: it follows from the config, and stays real when the
+        # network is built on the meta device to load weights fast (motion.model.load).
+        self.centres = torch.tensor(cfg.experts, dtype=torch.float32, device="cpu")
 
     def nearest(self, t: Tensor) -> Tensor:
         """Which copy serves each timestep: [B] -> [B] indices."""
-        return (t.float()[:, None] - self.centres[None]).abs().argmin(1)
+        return (t.float()[:, None] - self.centres.to(t.device)[None]).abs().argmin(1)
 
     def forward(self, x: Tensor, t: Tensor, cond: Mapping[str, Tensor]) -> Tensor:
         which = self.nearest(t)
