@@ -16,7 +16,8 @@ from talkhead.rig.spec import SPEC
 
 def test_shipped_models_are_listed_and_small(capsys):
     names = {p.stem for p in shipped_models()}
-    assert {"teacher", "teacher-whisper", "student-4-whisper", "student-4", "student-2", "student-1"} <= names
+    assert {"teacher", "teacher-whisper", "student-4-whisper", "student-2-whisper", "student-1-whisper",
+            "student-4", "student-2", "student-1"} <= names
     assert default_model_name() == "student-4-whisper"  # real speech first (README, "Real speech")
     for p in shipped_models():
         assert p.stat().st_size < 25e6
@@ -74,6 +75,8 @@ def test_default_model_follows_the_lips_of_real_recordings():
 PINNED = {  # (model, steps): jawOpen and pitch at frames 5, 75, 140, 200, 315 of 12.6 s of real speech
     ("student-4-whisper", None): ([0.18397, -0.00478, 0.1614, 0.28024, 0.00221],
                                   [-0.08175, -0.09938, -0.13179, 0.01705, -0.03997]),
+    ("student-1-whisper", None): ([0.19971, -0.00849, 0.15533, 0.26884, -0.00672],
+                                  [-0.06377, -0.09359, -0.12151, 0.00416, -0.06256]),
     ("student-1", None): ([0.06986, 0.00265, 0.17869, 0.1305, 0.04576], [-0.00347, -0.11083, -0.13984, -0.06872, -0.04413]),
     ("teacher", 8): ([0.07368, -0.00503, 0.17842, 0.15656, 0.04755], [-0.00407, -0.07539, -0.11496, -0.04802, -0.03708]),
     ("teacher-whisper", 4): ([0.19259, -0.00484, 0.16455, 0.29805, 0.00341],

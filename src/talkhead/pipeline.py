@@ -178,6 +178,7 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
     from talkhead.render import make_renderer
     from talkhead.render.face import default_photo, load_image
     from talkhead.rig.io import save_motion
+    from talkhead.util import prefetch
     from talkhead.video import write_mp4
 
     check_output(out)
@@ -185,13 +186,15 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
         raise InputError("--cadence-stride must be >= 1")
     times: dict[str, float] = {}
     t = time.perf_counter()
+    model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
+    times["model"] = time.perf_counter() - t
+    t = time.perf_counter()
     photo = load_image(cfg.image) if cfg.image else default_photo()
     renderer = make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut")
     times["face"] = time.perf_counter() - t
     t = time.perf_counter()
     speech = load_speech(cfg)
-    model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
-    times["speech_and_model"] = time.perf_counter() - t
+    times["speech"] = time.perf_counter() - t
     t = time.perf_counter()
     if model is None:
         frames = frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.cadence_stride, cfg.batch)
@@ -206,7 +209,7 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
             bar.update(1)
             yield f.image
 
-    write_mp4(out, images(), speech.wav, speech.sample_rate)
+    write_mp4(out, prefetch(images()), speech.wav, speech.sample_rate)  # render beside the encoder
     bar.close()
     times["motion_render_encode"] = time.perf_counter() - t
     if motion_out:

@@ -1,15 +1,20 @@
-"""Small shared helpers: atomic file writes."""
+"""Small shared helpers: atomic file writes, the cache folder, background prefetch."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from talkhead.errors import InputError
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -74,3 +79,41 @@ def cache_dir() -> Path | None:
     if env is not None:
         return Path(env) if env else None
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "talkhead"
+
+
+def prefetch(items: Iterable[T], size: int = 48) -> Iterator[T]:
+    """``items``, produced by a background thread up to ``size`` ahead of the consumer.
+
+    Rendering (torch, which releases the GIL) then overlaps with encoding: 0.2-0.3 s of a 6.6 s
+    ``generate`` on 2 cores. An exception in the producer is raised in the consumer; a consumer that
+    stops early stops the producer at its next item.
+    """
+    q: queue.Queue = queue.Queue(size)
+    stop, end = threading.Event(), object()
+
+    def run() -> None:
+        try:
+            for x in items:
+                while not stop.is_set():
+                    try:
+                        q.put((x, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((end, None))
+        except BaseException as e:  # handed to the consumer, which raises it
+            q.put((end, e))
+
+    threading.Thread(target=run, daemon=True, name="prefetch").start()
+    try:
+        while True:
+            x, err = q.get()
+            if x is end:
+                if err is not None:
+                    raise err
+                return
+            yield x
+    finally:
+        stop.set()

@@ -90,3 +90,4 @@ def encode(wav: np.ndarray, threads: int = 0) -> np.ndarray:
     with _lock:  # one CTranslate2 model object serves one call at a time
         out = _encoder(threads or torch.get_num_threads()).encode(view, to_cpu=True)
     return np.asarray(out)[0]
+

@@ -69,6 +69,16 @@ def _cmd_bench_render(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}")
 
 
+def _cmd_bench_startup(args: argparse.Namespace) -> None:
+    from talkhead.bench.startup import run_startup_bench
+
+    if args.runs < 1:
+        raise InputError(f"--runs must be at least 1, got {args.runs}")
+    r = run_startup_bench(args.out, args.runs, args.model, args.image)
+    print(f"generate --audio (6.6 s clip), whole process, median of {r['runs']}: {r['seen_photo_s']} s with a "
+          f"photo seen before, {r['new_photo_s']} s with a new one; wrote {Path(args.out) / 'startup.json'}")
+
+
 def _cmd_bench_frontend(args: argparse.Namespace) -> None:
     from talkhead.bench.frontend import run_frontend_bench
 
@@ -108,6 +118,12 @@ def _register_speech(bsub: argparse._SubParsersAction) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="benchmarks (JSON + plot)")
     bsub = b.add_subparsers(dest="bench_command", required=True)
+    st = bsub.add_parser("startup", help="whole-process generate --audio time, start-up included")
+    st.add_argument("--out", required=True)
+    st.add_argument("--runs", type=int, default=5)
+    st.add_argument("--model", default=None, help="motion model (default: the default one)")
+    st.add_argument("--image", default=None, help="photo (default: the astronaut)")
+    st.set_defaults(func=_cmd_bench_startup)
     m = bsub.add_parser("motion", help="sampler/student Pareto table on a fixed 165-frame held-out clip")
     m.add_argument("--data", default="corpus/main", help="corpus whose held-out voices score lip sync")
     m.add_argument("--out", required=True)

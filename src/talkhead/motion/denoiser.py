@@ -117,8 +117,7 @@ class StepExperts(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.experts = nn.ModuleList(MotionTransformer(replace(cfg, experts=())) for _ in cfg.experts)
-        # A plain tensor, not a buffer: it follows from the config, and stays real when the
-        # network is built on the meta device to load weights fast (motion.model.load).
+        # A plain tensor, not a buffer: it follows from the config, so checkpoints need not hold it.
         self.centres = torch.tensor(cfg.experts, dtype=torch.float32, device="cpu")
 
     def nearest(self, t: Tensor) -> Tensor:
