@@ -56,3 +56,19 @@ def test_unknown_renderer_is_one_line_exit_2(tmp_path, capsys):
                  str(tmp_path / "x.mp4"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "unknown renderer 'oil-paint'" in err and err.count("\n") == 1 and not (tmp_path / "x.mp4").exists()
+
+
+def test_a_stream_continues_from_the_motion_shown_before_it(parts):
+    """A live face going from idle to speech: with ``tail``, the first frame starts where the idle face was."""
+    from talkhead.rig.spec import SPEC
+    from talkhead.serve.session import idle_track
+
+    model, renderer, wav = parts
+    idle = idle_track(30, seed=2)
+    idle[:, SPEC.pose.start] += 0.05  # the head was pitched away from rest (about 2 s.d. of the corpus)
+    cold = list(stream([wav], model, renderer, MotionConfig(seed=5)))
+    warm = list(stream([wav], model, renderer, MotionConfig(seed=5), tail=idle))
+    pitch = SPEC.pose.start
+    jump = lambda frames: abs(frames[0].motion[pitch] - idle[-1, pitch])  # noqa: E731
+    assert jump(warm) < 0.5 * jump(cold)  # measured: 0.044 against 0.106 rad
+    assert len(warm) == len(cold) == int(np.ceil(len(wav) / 640))

@@ -34,7 +34,7 @@ def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = M
     from talkhead.motion.stream import MotionStream
 
     stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance)
-    return np.concatenate([stream.push(wav), stream.flush()])
+    return np.concatenate([*stream.push(wav), *stream.flush()])
 
 
 def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
@@ -107,21 +107,23 @@ class Frame(NamedTuple):
 
 
 def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: MotionConfig = MotionConfig(),
-           stride: int = 1, batch: int = 32, block_s: float = 28.0, context_s: float = 1.0) -> Iterator[Frame]:
+           stride: int = 1, batch: int = 32, block_s: float = 28.0, context_s: float = 1.0,
+           tail: np.ndarray | None = None) -> Iterator[Frame]:
     """Speech arriving in chunks (16 kHz mono) -> frames, each as soon as it is final.
 
     Stages: audio front end in blocks (``block_s``, ``context_s``), motion windows continuing the
     previous window's tail, then the renderer in batches fixed by frame index. ``generate`` is this
     generator fed the whole recording, so a stream gives the same frames however speech is chunked.
+    ``tail``: motion shown just before (rig units), which the speech continues from (a live face).
     """
     from talkhead.motion.stream import MotionStream
 
-    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, block_s, context_s)
+    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, block_s, context_s, tail)
 
     def blocks() -> Iterator[np.ndarray]:
         for chunk in chunks:
-            yield motion.push(chunk)
-        yield motion.flush()
+            yield from motion.push(chunk)
+        yield from motion.flush()
 
     yield from frames_from_motion(blocks(), renderer, stride, batch)
 

@@ -69,10 +69,10 @@ def test_long_clip_is_deterministic_and_seed_dependent(tiny_teacher):
     # the same stream fed at once: chunking never changes the result (stochastic samplers included).
     for sampler in ("ddim", "ddpm"):
         at_once = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
-        whole = np.concatenate([at_once.push(wav), at_once.flush()])
+        whole = np.concatenate([*at_once.push(wav), *at_once.flush()])
         pieces = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
-        parts = [pieces.push(wav[s:s + 1600]) for s in range(0, len(wav), 1600)]
-        assert np.array_equal(np.concatenate([*parts, pieces.flush()]), whole)
+        parts = [m for s in range(0, len(wav), 1600) for m in pieces.push(wav[s:s + 1600])]
+        assert np.array_equal(np.concatenate([*parts, *pieces.flush()]), whole)
         assert sum(len(p) for p in parts) >= 70  # the first window came out before the end of speech
 
 

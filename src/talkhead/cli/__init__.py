@@ -1,6 +1,6 @@
 """The ``talkhead`` command line: each subcommand maps onto a config dataclass and one function.
 
-One module per command family (``data``, ``generate``, ``train``, ``motion``, ``bench``); shared
+One module per command family (``data``, ``generate``, ``train``, ``motion``, ``bench``, ``serve``); shared
 argument checks live in ``common``.
 """
 
@@ -23,9 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list:
     # One module per command family; imports stay light until a command runs.
-    from talkhead.cli import bench, data, generate, motion, train
+    from talkhead.cli import bench, data, generate, motion, serve, train
 
-    return [data.register, generate.register, train.register, motion.register, bench.register]
+    return [data.register, generate.register, train.register, motion.register, bench.register, serve.register]
 
 
 def main(argv: list[str] | None = None) -> int:

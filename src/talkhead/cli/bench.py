@@ -79,6 +79,19 @@ def _cmd_bench_startup(args: argparse.Namespace) -> None:
           f"photo seen before, {r['new_photo_s']} s with a new one; wrote {Path(args.out) / 'startup.json'}")
 
 
+def _cmd_bench_serve(args: argparse.Namespace) -> None:
+    from talkhead.bench.serve import run_serve_bench
+
+    if args.seconds < 5 or not 1 <= args.sessions <= 16:
+        raise InputError("--seconds must be at least 5 and --sessions 1..16")
+    r = run_serve_bench(args.out, args.seconds, args.sessions, args.model, args.size)
+    print(f"say -> first frame {r['say_to_first_frame_ms']['median']} ms; client audio -> first frame "
+          f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms; interrupt -> last speech "
+          f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
+          f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps; "
+          f"wrote {Path(args.out) / 'serve.json'}")
+
+
 def _cmd_bench_frontend(args: argparse.Namespace) -> None:
     from talkhead.bench.frontend import run_frontend_bench
 
@@ -115,15 +128,27 @@ def _register_speech(bsub: argparse._SubParsersAction) -> None:
     rs.set_defaults(func=_cmd_bench_real)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    b = sub.add_parser("bench", help="benchmarks (JSON + plot)")
-    bsub = b.add_subparsers(dest="bench_command", required=True)
+def _register_live(bsub: argparse._SubParsersAction) -> None:
+    """What a user waits for: the whole process (startup) and the live server (serve)."""
     st = bsub.add_parser("startup", help="whole-process generate --audio time, start-up included")
     st.add_argument("--out", required=True)
     st.add_argument("--runs", type=int, default=5)
     st.add_argument("--model", default=None, help="motion model (default: the default one)")
     st.add_argument("--image", default=None, help="photo (default: the astronaut)")
     st.set_defaults(func=_cmd_bench_startup)
+    sv = bsub.add_parser("serve", help="the live server over loopback: latencies, frame pacing, sessions at 25 fps")
+    sv.add_argument("--out", required=True)
+    sv.add_argument("--seconds", type=float, default=60.0, help="length of the long session")
+    sv.add_argument("--sessions", type=int, default=4, help="up to this many sessions speaking at once")
+    sv.add_argument("--model", default=None, help="motion model (default: student-1-whisper)")
+    sv.add_argument("--size", type=int, default=256)
+    sv.set_defaults(func=_cmd_bench_serve)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="benchmarks (JSON + plot)")
+    bsub = b.add_subparsers(dest="bench_command", required=True)
+    _register_live(bsub)
     m = bsub.add_parser("motion", help="sampler/student Pareto table on a fixed 165-frame held-out clip")
     m.add_argument("--data", default="corpus/main", help="corpus whose held-out voices score lip sync")
     m.add_argument("--out", required=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -18,23 +20,46 @@ class MotionStream:
     """
 
     def __init__(self, model: MotionModel, seed: int = 0, steps: int | None = None, sampler: str | None = None,
-                 guidance: float = 1.0, block_s: float = 28.0, context_s: float = 1.0) -> None:
+                 guidance: float = 1.0, block_s: float = 28.0, context_s: float = 1.0,
+                 tail: np.ndarray | None = None) -> None:
         self.model = model
         self.features = FeatureStream(model.features, block_s, context_s)
         # Initial noise from the seed, window by window; stochastic samplers get their own stream.
         noise = torch.Generator().manual_seed(seed)
         extra = torch.Generator().manual_seed(seed + 1_000_003)
         self.runner = model.runner(noise, steps, sampler, guidance, generator=extra)
+        self._skip = 0
+        if tail is not None:
+            # Motion already shown (rig units, at least the window overlap) before this speech. It becomes
+            # the first window's tail, standing for the frames just before the speech, as in training:
+            # the window starts that many frames early, over silence, and those frames are not output.
+            n = model.cfg.tail
+            t = torch.as_tensor(np.asarray(tail, np.float32)[-n:])
+            self.runner.continue_from(model.norm.motion(t)[None])
+            self.features.push(np.zeros(n * (model.features.sample_rate // 25), np.float32))
+            self._skip = n
 
-    def push(self, samples: np.ndarray) -> np.ndarray:
-        return self._motion(self.runner.push(self._rows(self.features.push(samples))))
+    def push(self, samples: np.ndarray) -> Iterator[np.ndarray]:
+        """More audio -> motion blocks [m, 58], one per window as it is sampled (so a caller can draw it)."""
+        yield from self._windows(self._rows(self.features.push(samples)))
 
-    def flush(self) -> np.ndarray:
-        last = self.runner.push(self._rows(self.features.flush()))
-        return self._motion(torch.cat([last, self.runner.flush()], 1))
+    def flush(self) -> Iterator[np.ndarray]:
+        """The end of speech: the remaining motion."""
+        yield from self._windows(self._rows(self.features.flush()))
+        yield self._motion(self.runner.flush())
+
+    def _windows(self, rows: torch.Tensor) -> Iterator[np.ndarray]:
+        hop = self.runner.hop  # at most one window per slice
+        for s in range(0, rows.shape[1], hop):
+            out = self.runner.push(rows[:, s:s + hop])
+            if out.shape[1]:
+                yield self._motion(out)
+
+    def _motion(self, frames: torch.Tensor) -> np.ndarray:
+        drop = min(self._skip, frames.shape[1])  # the frames of the tail's own time (see __init__)
+        self._skip -= drop
+        return self.model.norm.motion_inverse(frames[:, drop:])[0].numpy()
 
     def _rows(self, feats: torch.Tensor) -> torch.Tensor:
         return self.model.norm.audio(feats)[None]
 
-    def _motion(self, frames: torch.Tensor) -> np.ndarray:
-        return self.model.norm.motion_inverse(frames)[0].numpy()

@@ -48,6 +48,13 @@ class WindowRunner:
         self._received = 0
         self._emitted = 0
 
+    def continue_from(self, tail: Tensor) -> None:
+        """Before the first window: ``tail`` [B, overlap, D] stands for a previous window's end, so the
+        first window is conditioned on it and cross-fades out of it (a live face going from idle to speech)."""
+        if self._k:
+            raise ValueError("continue_from goes before the first window")
+        self._tail = tail
+
     def push(self, rows: Tensor) -> Tensor:
         """Conditioning rows [B, n, A] -> the motion frames they complete, [B, m, D] (m may be 0)."""
         self._cond = rows if self._cond is None else torch.cat([self._cond, rows], 1)

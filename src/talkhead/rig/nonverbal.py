@@ -20,6 +20,7 @@ def gaussian_filter1d(x: np.ndarray, sigma: float) -> np.ndarray:
 
     return smooth(x, sigma)
 
+
 _BLINK_PROFILE = np.array([0.45, 1.0, 0.95, 0.55, 0.15], np.float32)  # ~200 ms, ~150 ms closed-ish
 
 

@@ -1,0 +1,225 @@
+"""``talkhead bench serve``: the live server over loopback, measured as a client sees it.
+
+A real server (uvicorn, in this process's thread) and real WebSocket clients: time from ``say`` to its
+first frame; from the first chunk of client audio (a real recording, sent at its own pace) to its first
+frame; frame intervals over a long session with speech every few seconds; the A/V offset (arrival of a
+frame's audio against its picture); interrupt to the last speech packet; and how many sessions that all
+speak at once keep 25 fps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from talkhead.util import atomic_write
+
+SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over the bay."
+
+
+def _start_server(max_sessions: int, model: str | None, size: int):
+    import uvicorn
+
+    from talkhead.serve.app import ServeConfig, create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(ServeConfig(max_sessions=max_sessions, model=model, size=size))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=srv.run, daemon=True).start()
+    while not srv.started:
+        time.sleep(0.05)
+    return srv, f"127.0.0.1:{port}"
+
+
+async def _session(server: str):
+    import websockets
+
+    ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22)
+    await ws.send(json.dumps({"type": "start"}))
+    await ws.recv()
+    return ws
+
+
+async def _recv(ws, timeout: float = 10.0):
+    m = await asyncio.wait_for(ws.recv(), timeout)
+    return json.loads(m) if isinstance(m, str) else (chr(m[0]), struct.unpack("<I", m[1:5])[0], hash(m[5:]))
+
+
+async def _until_speech(ws, t0: float) -> float:
+    while True:
+        m = await _recv(ws)
+        if isinstance(m, dict) and m["type"] == "speaking":
+            return time.perf_counter() - t0
+
+
+async def _until_done(ws) -> None:
+    while not (isinstance(m := await _recv(ws), dict) and m["type"] == "done"):
+        pass
+
+
+async def _say_latency(server: str, repeats: int) -> list[float]:
+    ws, out = await _session(server), []
+    for _ in range(repeats):
+        await asyncio.sleep(0.5)
+        t0 = time.perf_counter()
+        await ws.send(json.dumps({"type": "say", "text": "Hello there."}))
+        out.append(await _until_speech(ws, t0))
+        await _until_done(ws)
+    await ws.close()
+    return out
+
+
+async def _audio_latency(server: str, pcm: bytes, repeats: int) -> list[float]:
+    ws, out = await _session(server), []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+
+        async def send() -> None:
+            for i in range(0, len(pcm), 3200):  # 100 ms chunks, at the pace a microphone makes them
+                await ws.send(pcm[i:i + 3200])
+                await asyncio.sleep(0.1)
+            await ws.send(json.dumps({"type": "audio_end"}))
+
+        sender = asyncio.create_task(send())
+        out.append(await _until_speech(ws, t0))
+        await sender
+        await _until_done(ws)
+    await ws.close()
+    return out
+
+
+async def _long_session(server: str, seconds: float) -> dict:
+    """Frame arrival intervals and A/V offsets over ``seconds``, a sentence said every 6 s."""
+    ws = await _session(server)
+    arrivals, audio_at, video_at, repeats, last = [], {}, {}, 0, None
+    t0 = next_say = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if time.perf_counter() >= next_say:
+            await ws.send(json.dumps({"type": "say", "text": SENTENCE}))
+            next_say += 6.0
+        m = await _recv(ws)
+        now = time.perf_counter()
+        if isinstance(m, tuple):
+            (video_at if m[0] == "V" else audio_at)[m[1]] = now
+            if m[0] == "V":
+                arrivals.append(now)
+                repeats += m[2] == last
+                last = m[2]
+    await ws.close()
+    gaps = np.diff(arrivals) * 1000
+    offsets = [abs(audio_at[i] - video_at[i]) * 1000 for i in audio_at if i in video_at]
+    return {"frames": len(arrivals), "fps": round(len(arrivals) / seconds, 2), "repeated_frames": repeats,
+            "interval_ms_p50": round(float(np.percentile(gaps, 50)), 2),
+            "interval_ms_p95": round(float(np.percentile(gaps, 95)), 2),
+            "interval_ms_max": round(float(gaps.max()), 2),
+            "av_offset_ms_p95": round(float(np.percentile(offsets, 95)), 2) if offsets else None}
+
+
+async def _interrupt_latency(server: str, repeats: int) -> list[float]:
+    ws, out = await _session(server), []
+    for _ in range(repeats):
+        await ws.send(json.dumps({"type": "say", "text": SENTENCE}))
+        await _until_speech(ws, 0.0)
+        await asyncio.sleep(0.6)
+        t0 = time.perf_counter()
+        await ws.send(json.dumps({"type": "interrupt"}))
+        last, end = t0, time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            try:
+                m = await _recv(ws, max(0.01, end - time.perf_counter()))
+            except asyncio.TimeoutError:
+                break
+            if isinstance(m, tuple) and m[0] == "A":  # audio comes only with speech frames
+                last = time.perf_counter()
+        out.append(last - t0)
+    await ws.close()
+    return out
+
+
+async def _concurrent(server: str, n: int, seconds: float) -> dict:
+    """``n`` sessions that all speak all the time: each one's rate of new frames and interval p95.
+
+    A frame the server had not drawn in time is sent again unchanged; only changed frames count."""
+    async def one() -> tuple[float, float]:
+        ws = await _session(server)
+        arrivals, t0, said, last = [], time.perf_counter(), 0.0, None
+        while time.perf_counter() - t0 < seconds:
+            if time.perf_counter() - said > 4.0:
+                await ws.send(json.dumps({"type": "say", "text": SENTENCE}))
+                said = time.perf_counter()
+            m = await _recv(ws)
+            if isinstance(m, tuple) and m[0] == "V" and m[2] != last:
+                arrivals.append(time.perf_counter())
+                last = m[2]
+        await ws.close()
+        return len(arrivals) / seconds, float(np.percentile(np.diff(arrivals) * 1000, 95))
+
+    res = await asyncio.gather(*(one() for _ in range(n)))
+    return {"sessions": n, "new_fps_min": round(min(r[0] for r in res), 2),
+            "interval_ms_p95_max": round(max(r[1] for r in res), 2)}
+
+
+def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 4, model: str | None = None,
+                    size: int = 256) -> dict:
+    """Write serve.json and serve.png under ``out``."""
+    from talkhead.audio.io import load_audio
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    srv, server = _start_server(max_sessions, model or "student-1-whisper", size)
+    wav = load_audio(Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0009.wav")
+    pcm = (np.clip(wav, -1, 1) * 32767).astype("<i2").tobytes()
+    try:
+        say = asyncio.run(_say_latency(server, 5))
+        audio = asyncio.run(_audio_latency(server, pcm, 2))
+        interrupt = asyncio.run(_interrupt_latency(server, 5))
+        long = asyncio.run(_long_session(server, seconds))
+        concurrent = [asyncio.run(_concurrent(server, n, 10.0)) for n in range(1, max_sessions + 1)]
+    finally:
+        srv.should_exit = True
+    held = [c["sessions"] for c in concurrent if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0]
+    result = {"model": model or "student-1-whisper", "size": size, "say_to_first_frame_ms": _ms(say),
+              "first_audio_chunk_to_first_frame_ms": _ms(audio), "interrupt_to_last_speech_ms": _ms(interrupt),
+              "long_session": {"seconds": seconds, **long}, "concurrent": concurrent,
+              "sessions_at_25fps": max(held, default=0)}
+    atomic_write(out / "serve.json", json.dumps(result, indent=1).encode())
+    _plot(result, out / "serve.png")
+    return result
+
+
+def _ms(values: list[float]) -> dict:
+    v = np.array(values) * 1000
+    return {"median": round(float(np.median(v)), 1), "max": round(float(v.max()), 1), "runs": len(v)}
+
+
+def _plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from talkhead.bench.plots import save_figure
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=110)
+    names = ["say", "client audio", "interrupt"]
+    keys = ["say_to_first_frame_ms", "first_audio_chunk_to_first_frame_ms", "interrupt_to_last_speech_ms"]
+    a.bar(names, [result[k]["median"] for k in keys], color="#4c72b0")
+    a.set_ylabel("ms (median)")
+    a.set_title("latency", fontsize=9)
+    c = result["concurrent"]
+    b.plot([r["sessions"] for r in c], [r["new_fps_min"] for r in c], "o-", label="slowest session, new frames/s")
+    b.axhline(25, color="k", ls="--", lw=1)
+    b.set_xlabel("sessions speaking at once")
+    b.set_ylabel("frames/s")
+    b.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)

@@ -1,0 +1,1 @@
+"""The live server: ``LiveSession`` (frames at 25 fps from ``pipeline.stream``) and the FastAPI app."""

@@ -1,0 +1,208 @@
+"""One live face: a producer thread that draws frames ahead, and the clock that sends them at 25 fps.
+
+The producer runs ``pipeline.stream`` for speech (continuing from the motion just shown, so idle and
+speech join without a jump) and seeded idle motion (blinks, small head drift, closed mouth) between
+utterances. It keeps only a few frames ahead of the clock, so a new utterance starts within a few
+frames, and an interrupt throws away at most those. The server holds no model logic: it moves the
+frames this class makes.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from talkhead.pipeline import MotionConfig, stream
+from talkhead.rig.spec import SPEC
+
+FPS = 25
+HOP = 16_000 // FPS  # audio samples per frame
+_LEAD = 3  # frames drawn ahead of the clock
+
+
+@dataclass
+class Out:
+    """A drawn frame: what it shows and, for speech, its 40 ms of audio and which utterance it belongs to."""
+
+    image: np.ndarray
+    motion: np.ndarray
+    utterance: int | None = None
+    audio: np.ndarray | None = None  # int16 [640]
+    last: bool = False  # the last frame of its utterance
+
+
+@dataclass
+class _Utterance:
+    number: int
+    wav: np.ndarray | None = None  # the whole speech (say), or
+    chunks: queue.Queue | None = None  # client audio as it arrives, None closing it
+    audio: list[np.ndarray] = field(default_factory=list)  # what has arrived, for the frames' audio
+
+
+def idle_track(n: int, seed: int) -> np.ndarray:
+    """Idle motion [n, 58]: blinks and small head drift with the mouth closed, from the rig's own generator."""
+    from talkhead.rig.nonverbal import nonverbal_motion
+
+    return nonverbal_motion(np.zeros(n * HOP, np.float32), 16_000, [], n, np.random.default_rng(seed))
+
+
+class LiveSession:
+    """Thread-safe commands in (``say``, ``audio``, ``interrupt``, ``set_renderer``), frames out (``take``)."""
+
+    def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = "us-female",
+                 block_s: float = 1.0) -> None:
+        self.model, self.renderer, self.motion, self.voice, self.block_s = model, renderer, motion, voice, block_s
+        self.frames: queue.Queue[Out] = queue.Queue(_LEAD)
+        self._todo: queue.Queue[_Utterance] = queue.Queue()
+        self._cancel = threading.Event()  # the utterance being drawn is interrupted
+        self._stop = threading.Event()
+        self._renderer_next = None
+        self._shown = idle_track(12, motion.seed)  # the last motion drawn (its tail continues)
+        self._idle = idle_track(FPS * 60, motion.seed + 1)
+        self._idle_at, self._utterances = 0, 0
+        self._feed: _Utterance | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="live-session")
+        self._thread.start()
+
+    # -- commands (any thread) --
+    def say(self, wav: np.ndarray) -> int:
+        self._utterances += 1
+        self._todo.put(_Utterance(self._utterances, wav=np.asarray(wav, np.float32)))
+        return self._utterances
+
+    def audio(self, pcm: np.ndarray) -> int:
+        """Client speech, float32 at 16 kHz; the first chunk opens an utterance, ``audio_end`` closes it."""
+        if self._feed is None:
+            self._utterances += 1
+            self._feed = _Utterance(self._utterances, chunks=queue.Queue())
+            self._todo.put(self._feed)
+        self._feed.chunks.put(np.asarray(pcm, np.float32))
+        return self._feed.number
+
+    def audio_end(self) -> None:
+        if self._feed is not None:
+            self._feed.chunks.put(None)
+            self._feed = None
+
+    def interrupt(self) -> None:
+        """Drop what is queued and stop drawing the current utterance."""
+        self.audio_end()
+        while not self._todo.empty():
+            try:
+                self._todo.get_nowait()
+            except queue.Empty:
+                break
+        self._cancel.set()
+        self.drain()
+
+    def set_renderer(self, renderer) -> None:
+        self._renderer_next = renderer  # taken between frames, so the stream has no gap
+
+    def take(self) -> Out | None:
+        try:
+            return self.frames.get_nowait()
+        except queue.Empty:
+            return None
+
+    def drain(self) -> None:
+        while self.take() is not None:
+            pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._cancel.set()
+        self.drain()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=2.0)  # not left inside torch when the process exits
+
+    # -- the producer thread --
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                utt = self._todo.get_nowait()
+            except queue.Empty:
+                self._idle_frame()
+                continue
+            self._cancel.clear()
+            self._speak(utt)
+
+    def _put(self, out: Out) -> bool:
+        while not self._stop.is_set():
+            if out.utterance is not None and self._cancel.is_set():
+                return False
+            try:
+                self.frames.put(out, timeout=0.02)
+                self._shown = np.concatenate([self._shown[1:], out.motion[None]])
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _swap_renderer(self) -> None:
+        if self._renderer_next is not None:
+            self.renderer, self._renderer_next = self._renderer_next, None
+
+    def _idle_frame(self) -> None:
+        self._swap_renderer()
+        row = self._idle[self._idle_at % len(self._idle)].copy()
+        # Head and brows ease from where speech left them back to the idle track over ~0.5 s.
+        last = self._shown[-1]
+        ease = 0.85
+        keep = [SPEC["browInnerUp"], *range(SPEC.pose.start, SPEC.pose.stop)]
+        row[keep] = ease * last[keep] + (1 - ease) * row[keep]
+        self._idle_at += 1
+        image = next(iter(self.renderer.frames(row[None], 1)))
+        self._put(Out(image, row))
+
+    def _speak(self, utt: _Utterance) -> None:
+        self._swap_renderer()
+        chunks = [utt.wav] if utt.wav is not None else self._client_chunks(utt)
+        if utt.wav is not None:
+            utt.audio.append(utt.wav)
+        audio = _Pcm(utt)
+        # Speech known whole (say) is encoded in one block, as offline; client audio in short ones.
+        block = 28.0 if utt.wav is not None else self.block_s
+        frames = stream(chunks, self.model, self.renderer, self.motion, batch=2, block_s=block, tail=self._shown)
+        pending, first = None, True
+        for f in frames:
+            if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once
+                self.drain()
+                first = False
+            if pending is not None and not self._put(pending):
+                frames.close()
+                return
+            pending = Out(f.image, f.motion, utt.number, audio.frame(f.index))
+        if pending is not None:
+            pending.last = True
+            self._put(pending)
+
+    def _client_chunks(self, utt: _Utterance) -> Iterator[np.ndarray]:
+        while not self._cancel.is_set():
+            try:
+                chunk = utt.chunks.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if chunk is None:
+                return
+            utt.audio.append(chunk)
+            yield chunk
+
+
+class _Pcm:
+    """An utterance's audio as PCM16, frame by frame (640 samples each, the last zero-padded)."""
+
+    def __init__(self, utt: _Utterance) -> None:
+        self.utt, self.buf, self.start = utt, np.zeros(0, np.float32), 0
+
+    def frame(self, index: int) -> np.ndarray:
+        need = (index + 1) * HOP - self.start
+        while len(self.buf) < need and self.utt.audio:
+            self.buf = np.concatenate([self.buf, self.utt.audio.pop(0)])
+        out = self.buf[index * HOP - self.start: need]
+        self.buf, self.start = self.buf[need:], (index + 1) * HOP  # frames come in order
+        out = np.pad(out, (0, HOP - len(out)))
+        return (np.clip(out, -1, 1) * 32767).astype(np.int16)

@@ -1,0 +1,193 @@
+"""The live server over real sockets: frames at 25 fps, speech with its audio, interruption, client audio,
+avatars, offline videos, limits, and 1,000 malformed messages that leave it serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import websockets
+
+from talkhead.audio.io import load_audio
+
+SPEECH = Path(__file__).resolve().parents[1] / "assets" / "speech"
+
+
+async def _open(server, **start):
+    ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22)
+    await ws.send(json.dumps({"type": "start", **start}))
+    return ws, json.loads(await ws.recv())
+
+
+async def _collect(ws, seconds: float, until: str | None = None) -> list:
+    """(arrival time, message) for ``seconds``, or until a JSON message of type ``until``."""
+    out, t0 = [], time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        try:
+            m = await asyncio.wait_for(ws.recv(), timeout=max(0.01, seconds - (time.perf_counter() - t0)))
+        except asyncio.TimeoutError:
+            break
+        m = json.loads(m) if isinstance(m, str) else (chr(m[0]), struct.unpack("<I", m[1:5])[0], m[5:])
+        out.append((time.perf_counter(), m))
+        if until and isinstance(m, dict) and m["type"] == until:
+            break
+    return out
+
+
+def _video(msgs):
+    return [m for _, m in msgs if isinstance(m, tuple) and m[0] == "V"]
+
+
+def test_idle_frames_flow_at_25_fps_and_a_say_brings_speech_with_its_audio(server):
+    async def go():
+        ws, ready = await _open(server)
+        assert ready == {"type": "ready", "fps": 25, "width": 128, "height": 128, "sample_rate": 16000}
+        idle = await _collect(ws, 2.0)
+        frames = _video(idle)
+        assert 44 <= len(frames) <= 56 and frames[0][2][:2] == b"\xff\xd8"  # JPEG frames at ~25 fps
+        assert [f[1] for f in frames] == list(range(frames[0][1], frames[0][1] + len(frames)))
+        t_say = time.perf_counter()
+        await ws.send(json.dumps({"type": "say", "text": "Papa bought a big map of the moon."}))
+        msgs = await _collect(ws, 10.0, until="done")
+        events = [m for _, m in msgs if isinstance(m, dict)]
+        assert [e["type"] for e in events] == ["speaking", "done"]
+        first = next(t for t, m in msgs if isinstance(m, dict) and m["type"] == "speaking")
+        assert first - t_say < 0.5  # the benchmark's target is 0.15 s; here the suite shares the cores
+        audio = [m for _, m in msgs if isinstance(m, tuple) and m[0] == "A"]
+        start, end = events[0]["frame"], events[1]["frame"]
+        assert audio[0][1] == start and len(audio) == end - start + 1  # one 40 ms slice per speech frame
+        assert all(len(a[2]) == 1280 for a in audio)
+        pcm = np.frombuffer(b"".join(a[2] for a in audio), "<i2")
+        assert np.abs(pcm).max() > 3000  # it is speech, not silence
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_interrupt_stops_speech_at_once_and_idle_goes_on(server):
+    async def go():
+        ws, _ = await _open(server)
+        await ws.send(json.dumps({"type": "say", "text": "This is a long sentence that will be cut off "
+                                  "well before its end, because the listener has heard enough of it."}))
+        await _collect(ws, 5.0, until="speaking")
+        await _collect(ws, 0.5)
+        await ws.send(json.dumps({"type": "interrupt"}))
+        t_int = time.perf_counter()
+        msgs = await _collect(ws, 2.0)
+        stop = next(i for i, (_, m) in enumerate(msgs) if isinstance(m, dict) and m["type"] == "interrupted")
+        late = [t for t, m in msgs[stop + 1:] if isinstance(m, tuple) and m[0] == "A"]
+        assert not late and not any(isinstance(m, dict) and m["type"] == "done" for _, m in msgs)
+        before = [t for t, m in msgs[:stop] if isinstance(m, tuple) and m[0] == "A"]
+        assert all(t - t_int < 0.05 for t in before)  # nothing of the speech 50 ms after the interrupt
+        assert len(_video(msgs[stop + 1:])) >= 40  # idle frames go on
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_client_audio_from_a_real_recording_drives_the_face(server):
+    wav = load_audio(SPEECH / "arctic_a0009.wav")
+    pcm = (np.clip(wav, -1, 1) * 32767).astype("<i2").tobytes()
+
+    async def go():
+        ws, _ = await _open(server)
+        for i in range(0, len(pcm), 3200):  # 100 ms chunks, as a microphone sends them
+            await ws.send(pcm[i:i + 3200])
+        await ws.send(json.dumps({"type": "audio_end"}))
+        msgs = await _collect(ws, 15.0, until="done")
+        events = [m for _, m in msgs if isinstance(m, dict)]
+        assert [e["type"] for e in events] == ["speaking", "done"]
+        assert events[1]["frame"] - events[0]["frame"] + 1 == int(np.ceil(len(wav) / 640))
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_malformed_messages_get_errors_and_the_server_keeps_serving(server):
+    async def go():
+        ws = await websockets.connect(f"ws://{server}/v1/stream")
+        await ws.send(b"\x00\x01")  # binary before start
+        assert json.loads(await ws.recv())["type"] == "error"
+        await ws.send(json.dumps({"type": "start"}))
+        assert json.loads(await ws.recv())["type"] == "ready"
+        bad = ["{", "[]", "null", '{"type": "dance"}', '{"type": "say"}', '{"type": "say", "text": 5}',
+               json.dumps({"type": "say", "text": "x" * 6000}), '{"type": "avatar", "avatar": "../../etc/passwd"}',
+               '{"no": "type"}', b"\x01\x02\x03"]
+        for i in range(1000):
+            await ws.send(bad[i % len(bad)])
+        errors = 0
+        deadline = time.perf_counter() + 30
+        while errors < 1000 and time.perf_counter() < deadline:
+            m = await asyncio.wait_for(ws.recv(), 10)
+            errors += isinstance(m, str) and json.loads(m)["type"] == "error"
+        assert errors == 1000
+        await ws.close()
+        ws2, ready = await _open(server)  # a new session is served as before
+        assert ready["type"] == "ready" and len(_video(await _collect(ws2, 0.6))) >= 10
+        await ws2.close()
+
+    asyncio.run(go())
+
+
+def test_sessions_beyond_the_limit_get_an_error_and_a_clean_close(server):
+    async def go():
+        a, _ = await _open(server)
+        b, _ = await _open(server)
+        c = await websockets.connect(f"ws://{server}/v1/stream")
+        msg = json.loads(await c.recv())
+        assert msg["type"] == "error" and "full" in msg["message"]
+        await asyncio.wait_for(c.wait_closed(), 5)
+        for ws in (a, b):
+            await ws.close()
+
+    asyncio.run(go())
+
+
+def _post(server, path, body: bytes):
+    req = urllib.request.Request(f"http://{server}{path}", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_avatars_register_once_and_switch_without_a_gap(server):
+    import importlib.util
+
+    png = Path(importlib.util.find_spec("skimage").origin).parent / "data" / "astronaut.png"
+    status, body = _post(server, "/v1/avatars", png.read_bytes())
+    assert status == 200
+    aid = json.loads(body)["avatar"]
+    assert len(aid) == 16
+    assert _post(server, "/v1/avatars", b"not an image")[0] == 400
+
+    async def go():
+        ws, _ = await _open(server, avatar=aid)
+        await ws.send(json.dumps({"type": "avatar", "avatar": "0123456789abcdef"}))
+        await ws.send(json.dumps({"type": "avatar", "avatar": aid}))
+        msgs = await _collect(ws, 1.5)
+        errors = [m for _, m in msgs if isinstance(m, dict)]
+        assert [e["type"] for e in errors] == ["error"] and "unknown avatar" in errors[0]["message"]
+        idx = [f[1] for f in _video(msgs)]
+        assert idx == list(range(idx[0], idx[0] + len(idx))) and len(idx) >= 30  # no gap
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_an_offline_video_comes_back_as_an_mp4(server, tmp_path):
+    from talkhead.video import probe
+
+    status, body = _post(server, "/v1/videos", json.dumps({"text": "A video from the server."}).encode())
+    assert status == 200
+    (tmp_path / "v.mp4").write_bytes(body)
+    p = probe(tmp_path / "v.mp4")
+    assert (p["video_codec"], p["audio_codec"], p["width"]) == ("h264", "aac", 128)
+    assert _post(server, "/v1/videos", b'{"text": ""}')[0] == 400
