@@ -7,7 +7,7 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load
-from talkhead.motion.windows import WindowRunner, run_windows, window_starts
+from talkhead.motion.windows import LowLatencyRunner, WindowRunner, run_windows, window_starts
 from talkhead.motion.stream import MotionStream
 from talkhead.pipeline import MotionConfig, motion_from_audio
 
@@ -96,3 +96,23 @@ def test_batch_rows_are_independent(tiny_teacher):
     both = model.sample(feats.expand(2, -1, -1), noise, steps=3)
     one = model.sample(feats, noise[1:], steps=3)
     assert torch.allclose(both[1:], one, atol=1e-5)
+
+
+def test_low_latency_runner_is_chunk_independent_and_early():
+    def fn(start, cond, tail, noise):
+        base = cond.sum(-1, keepdim=True).cumsum(1) + noise
+        return base if tail is None else base + tail.mean(1, keepdim=True)
+
+    g = torch.Generator().manual_seed(1)
+    for n in (5, 30, 157):
+        rows, noise = torch.randn(1, n, 3, generator=g), torch.randn(1, 200, 80, 1, generator=g)
+        outs = []
+        for size in (n, 1, 3):
+            runner, out = LowLatencyRunner(fn, lambda k: noise[:, k], torch.zeros(3), 1, lookahead=4, step=2), []
+            for s in range(0, n, size):
+                out.append(runner.push(rows[:, s:s + size]))
+                # frames come out at most overlap + lookahead frames behind what has arrived
+                assert sum(o.shape[1] for o in out) >= min(s + size, n) - 10 - 4 - 2
+            out.append(runner.flush())
+            outs.append(torch.cat(out, 1))
+        assert outs[0].shape[1] == n and all(torch.equal(o, outs[0]) for o in outs)

@@ -21,14 +21,14 @@ class MotionStream:
 
     def __init__(self, model: MotionModel, seed: int = 0, steps: int | None = None, sampler: str | None = None,
                  guidance: float = 1.0, block_s: float = 28.0, context_s: float = 1.0,
-                 tail: np.ndarray | None = None) -> None:
+                 tail: np.ndarray | None = None, lookahead: int | None = None) -> None:
         self.model = model
         self.features = FeatureStream(model.features, block_s, context_s)
         # Initial noise from the seed, window by window; stochastic samplers get their own stream.
         noise = torch.Generator().manual_seed(seed)
         extra = torch.Generator().manual_seed(seed + 1_000_003)
-        self.runner = model.runner(noise, steps, sampler, guidance, generator=extra)
-        self._skip = 0
+        self.runner = model.runner(noise, steps, sampler, guidance, generator=extra, lookahead=lookahead)
+        self._skip, self._early = 0, None
         if tail is not None:
             # Motion already shown (rig units, at least the window overlap) before this speech. It becomes
             # the first window's tail, standing for the frames just before the speech, as in training:
@@ -36,7 +36,7 @@ class MotionStream:
             n = model.cfg.tail
             t = torch.as_tensor(np.asarray(tail, np.float32)[-n:])
             self.runner.continue_from(model.norm.motion(t)[None])
-            self.features.push(np.zeros(n * (model.features.sample_rate // 25), np.float32))
+            self._early = self.features.push(np.zeros(n * (model.features.sample_rate // 25), np.float32))
             self._skip = n
 
     def push(self, samples: np.ndarray) -> Iterator[np.ndarray]:
@@ -49,6 +49,8 @@ class MotionStream:
         yield self._motion(self.runner.flush())
 
     def _windows(self, rows: torch.Tensor) -> Iterator[np.ndarray]:
+        if self._early is not None:  # feature rows the silent lead-in completed (short blocks)
+            rows, self._early = torch.cat([self._rows(self._early), rows], 1), None
         hop = self.runner.hop  # at most one window per slice
         for s in range(0, rows.shape[1], hop):
             out = self.runner.push(rows[:, s:s + hop])

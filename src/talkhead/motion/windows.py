@@ -106,3 +106,68 @@ def run_windows(rows: Tensor, window_fn: WindowFn, noise: Tensor, pad_row: Tenso
         raise ValueError(f"need noise for {k} windows, got {noise.shape[1]}")
     runner = WindowRunner(window_fn, lambda i: noise[:, i], pad_row, noise.shape[-1], window, overlap)
     return torch.cat([runner.push(rows), runner.flush()], 1)
+
+
+class LowLatencyRunner:
+    """Live client speech: a window every ``step`` frames, each emitting ``step`` new frames after its tail.
+
+    Each window is conditioned on the ``overlap`` frames emitted just before its new ones and runs once
+    ``lookahead`` frames of conditioning beyond them have arrived; the rest of its 80 frames is padded
+    with silence. A frame is then out ``lookahead`` + ``step`` frames after its audio instead of up to
+    a whole window (3.2 s) later, for a window per ``step`` frames and less future context for the
+    lips. (With no tail, the first window emits ``overlap`` frames.) Same interface as ``WindowRunner``.
+    """
+
+    def __init__(self, window_fn: WindowFn, noise_fn: Callable[[int], Tensor], pad_row: Tensor, dim: int,
+                 window: int = 80, overlap: int = 10, lookahead: int = 4, step: int = 2) -> None:
+        self.window_fn, self.noise_fn, self.pad_row, self.dim = window_fn, noise_fn, pad_row, dim
+        self.window, self.overlap, self.lookahead, self.step, self.hop = window, overlap, lookahead, step, step
+        self._cond: Tensor | None = None  # rows from frame self._start on
+        self._start, self._k, self._received = 0, 0, 0
+        self._tail: Tensor | None = None  # the last ``overlap`` frames emitted (or given)
+        self._n_emitted = 0
+
+    def continue_from(self, tail: Tensor) -> None:
+        if self._k:
+            raise ValueError("continue_from goes before the first window")
+        self._tail = tail
+
+    def _new(self) -> tuple[int, int]:
+        """The frames the next window emits, [lo, hi) relative to its start."""
+        return (0, self.overlap) if self._tail is None else (self.overlap, self.overlap + self.step)
+
+    def push(self, rows: Tensor) -> Tensor:
+        self._cond = rows if self._cond is None else torch.cat([self._cond, rows], 1)
+        self._received += rows.shape[1]
+        out = []
+        while self._cond.shape[1] >= self._new()[1] + self.lookahead:
+            out.append(self._run())
+        return self._emit(out)
+
+    def flush(self) -> Tensor:
+        if self._cond is None:
+            raise ValueError("no conditioning was pushed")
+        out = []
+        while self._n_emitted + sum(o.shape[1] for o in out) < self._received:
+            out.append(self._run())
+        return self._emit(out, limit=self._received - self._n_emitted)
+
+    def _run(self) -> Tensor:
+        have = self._cond[:, : self.window]
+        pad = self.pad_row.to(have).expand(have.shape[0], self.window - have.shape[1], -1)
+        lo, hi = self._new()
+        y = self.window_fn(self._start, torch.cat([have, pad], 1), self._tail, self.noise_fn(self._k))
+        new = y[:, lo:hi]
+        if self._k == 0 and self._tail is not None:  # a given tail counts as frames [0, overlap), as in WindowRunner
+            new = torch.cat([self._tail, new], 1)
+        self._tail = y[:, hi - self.overlap: hi].clone()
+        # The next window starts where this one's new frames end, minus the tail it is conditioned on.
+        advance = hi - self.overlap
+        self._cond, self._start, self._k = self._cond[:, advance:], self._start + advance, self._k + 1
+        return new
+
+    def _emit(self, out: list[Tensor], limit: int | None = None) -> Tensor:
+        b = 1 if self._cond is None else self._cond.shape[0]
+        frames = torch.cat(out, 1)[:, :limit] if out else torch.zeros(b, 0, self.dim)
+        self._n_emitted += frames.shape[1]
+        return frames

@@ -54,8 +54,11 @@ class LiveSession:
     """Thread-safe commands in (``say``, ``audio``, ``interrupt``, ``set_renderer``), frames out (``take``)."""
 
     def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = "us-female",
-                 block_s: float = 1.0) -> None:
-        self.model, self.renderer, self.motion, self.voice, self.block_s = model, renderer, motion, voice, block_s
+                 block_s: float = 0.2, lookahead: int = 4) -> None:
+        # Client audio: 0.2 s feature blocks with 0.2 s of context, frames 4 + 2 frames after their audio
+        # (LowLatencyRunner): its first frame 0.6 s after its audio, jawOpen r 0.895 against offline motion.
+        self.model, self.renderer, self.motion, self.voice = model, renderer, motion, voice
+        self.block_s, self.lookahead = block_s, lookahead
         self.frames: queue.Queue[Out] = queue.Queue(_LEAD)
         self._todo: queue.Queue[_Utterance] = queue.Queue()
         self._cancel = threading.Event()  # the utterance being drawn is interrupted
@@ -164,9 +167,10 @@ class LiveSession:
         if utt.wav is not None:
             utt.audio.append(utt.wav)
         audio = _Pcm(utt)
-        # Speech known whole (say) is encoded in one block, as offline; client audio in short ones.
-        block = 28.0 if utt.wav is not None else self.block_s
-        frames = stream(chunks, self.model, self.renderer, self.motion, batch=2, block_s=block, tail=self._shown)
+        # Speech known whole (say) is encoded and sampled as offline; client audio as it arrives.
+        live = {} if utt.wav is not None else {"block_s": self.block_s, "context_s": self.block_s,
+                                               "lookahead": self.lookahead}
+        frames = stream(chunks, self.model, self.renderer, self.motion, batch=2, tail=self._shown, **live)
         pending, first = None, True
         for f in frames:
             if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once
