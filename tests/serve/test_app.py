@@ -191,3 +191,18 @@ def test_an_offline_video_comes_back_as_an_mp4(server, tmp_path):
     p = probe(tmp_path / "v.mp4")
     assert (p["video_codec"], p["audio_codec"], p["width"]) == ("h264", "aac", 128)
     assert _post(server, "/v1/videos", b'{"text": ""}')[0] == 400
+
+
+def test_a_client_that_vanishes_mid_speech_leaves_the_server_serving(server):
+    async def go():
+        ws, _ = await _open(server)
+        await ws.send(json.dumps({"type": "say", "text": "I will be gone before this sentence ends, without a word."}))
+        await _collect(ws, 5.0, until="speaking")
+        ws.transport.abort()  # no close handshake: the connection just drops
+        await asyncio.sleep(0.5)
+        fresh = [await _open(server) for _ in range(2)]  # both session slots are free again
+        assert [ready["type"] for _, ready in fresh] == ["ready", "ready"]
+        for ws2, _ in fresh:
+            await ws2.close()
+
+    asyncio.run(go())
