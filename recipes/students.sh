@@ -4,9 +4,9 @@
 # one network per step, weights averaged along each run; augmented audio takes the place of the
 # mel warp, which has no mel axis to stretch here. Each run resumes after a kill (round by round).
 # Usage: bash recipes/students.sh [TEACHER] [CORPUS]   (default teacher-whisper corpus/w2)
-# ITERS4, ITERS2, ITERS1 set each run's optimiser steps (default 900, 1500, 1800). The shipped
-# student-4-whisper is this script's first run at its defaults (29.6 min on 2 cores); the other two
-# have not been run at full size yet.
+# ITERS4, ITERS2, ITERS1, ITERSC set each run's optimiser steps (default 900, 1500, 1800, 400). The
+# shipped student-4/2/1/consistency-whisper are its four runs at these defaults (29.6, 21.7, 38.8 and
+# 5.3 min on 2 cores; the first three with the pre-issue-22 `talkhead distill --teacher ...` syntax).
 set -euo pipefail
 teacher=${1:-teacher-whisper}
 data=${2:-corpus/w2}
@@ -21,4 +21,7 @@ talkhead distill progressive --teacher "$runs/w-4/student-4.safetensors" --facto
     --iters "${ITERS2:-1500}" --seed 42 --out "$runs/w-2" "${common[@]}"
 talkhead distill progressive --teacher "$runs/w-4/student-4.safetensors" --factor 4 --start-steps 4 --to 1 --velocity 1 \
     --init "$teacher" --iters "${ITERS1:-1800}" --seed 43 --out "$runs/w-1" "${common[@]}"
-echo "students in $runs/w-4, $runs/w-2, $runs/w-1; compare with: talkhead bench compare ... --teacher $teacher"
+# student-consistency: one step by consistency distillation from the teacher's 32-step grid, its own weights
+talkhead distill consistency --teacher "$teacher" --start-steps 32 --iters "${ITERSC:-400}" --seed 44 \
+    --out "$runs/w-c" --augment 2 --data "$data" --threads 2
+echo "students in $runs/w-4, $runs/w-2, $runs/w-1, $runs/w-c; compare with: talkhead bench compare ... --teacher $teacher"

@@ -17,6 +17,7 @@ from talkhead.rig.spec import SPEC
 def test_shipped_models_are_listed_and_small(capsys):
     names = {p.stem for p in shipped_models()}
     assert {"teacher", "teacher-whisper", "student-4-whisper", "student-2-whisper", "student-1-whisper",
+            "student-consistency-whisper",
             "student-4", "student-2", "student-1"} <= names
     assert default_model_name() == "student-4-whisper"  # real speech first (README, "Real speech")
     for p in shipped_models():

@@ -141,7 +141,8 @@ def build(cfg: DenoiserConfig, features: FeatureConfig, norm: Normalizer,
 # Best first: the default is the best shipped model. The Whisper-front-end models follow real speech
 # far better than the log-mel students (README, "Real speech"); student-4-whisper is the closest of
 # them to its teacher's S = 50 at four steps' cost.
-PREFERENCE = ("student-4-whisper", "teacher-whisper", "student-2-whisper", "student-1-whisper", "student-4", "student-2", "student-1", "student-consistency", "teacher")
+PREFERENCE = ("student-4-whisper", "teacher-whisper", "student-2-whisper", "student-1-whisper", "student-consistency-whisper",
+              "student-4", "student-2", "student-1", "student-consistency", "teacher")
 
 
 def _rebuilt(model: MotionModel, cfg: DenoiserConfig) -> MotionModel:
