@@ -76,6 +76,27 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
           f"(reasons in {Path(args.out) / 'report.json'})")
 
 
+def _cmd_data_faces(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from talkhead.render.latent.faces import FacesConfig, render_faces
+
+    if not 32 <= args.size <= 512 or args.clips < 0 or not 1.0 <= args.framing <= 6.0:
+        raise InputError("--size must be 32..512, --clips >= 0 and --framing 1..6 face widths")
+    cfg = FacesConfig(size=args.size, framing=args.framing, clips=args.clips, heldout=tuple(args.heldout))
+    bar = tqdm(total=None, unit="shard", desc="faces", disable=args.quiet)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    rows = render_faces(args.corpus, args.photos, args.out, cfg, progress)
+    bar.close()
+    held = sum(r["split"] == "heldout" for r in rows)
+    print(f"{args.out}: {len(rows)} clips of face crops ({held} of held-out identities), "
+          f"{sum(r['frames'] for r in rows)} frames at {args.size}x{args.size}")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("tts", help="speak text to a WAV file with phoneme timings (OUT.phones.json)")
     t.add_argument("text", nargs="?", help="what to say")
@@ -108,4 +129,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     da.add_argument("--seed", type=int, default=0, help="seeds the split and the non-verbal motion")
     da.add_argument("--quiet", action="store_true", help="no progress bar")
     da.set_defaults(func=_cmd_data_align)
+
+    df = dsub.add_parser("faces", help="aligned face crops: photos driven through a corpus's motion (latent engine data)")
+    df.add_argument("photos", nargs="+", help="face photos, one identity each")
+    df.add_argument("--corpus", required=True, help="motion corpus (talkhead data synth / data align)")
+    df.add_argument("--out", required=True, help="folder for the crops (resumes if it exists)")
+    df.add_argument("--size", type=int, default=128, help="crop side in pixels (default 128)")
+    df.add_argument("--framing", type=float, default=1.9, help="face widths across the crop (default 1.9)")
+    df.add_argument("--clips", type=int, default=32, help="corpus clips per photo (0: all; default 32)")
+    df.add_argument("--heldout", nargs="*", default=[], metavar="PHOTO",
+                    help="photos (file names) held out of training, for evaluation")
+    df.add_argument("--quiet", action="store_true", help="no progress bar")
+    df.set_defaults(func=_cmd_data_faces)
 

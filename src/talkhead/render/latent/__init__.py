@@ -1,0 +1,1 @@
+"""The latent face engine (TempoSyncDiff, issue 21): its training data so far (``faces``)."""
