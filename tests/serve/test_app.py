@@ -118,7 +118,7 @@ def test_malformed_messages_get_errors_and_the_server_keeps_serving(server):
         assert json.loads(await ws.recv())["type"] == "ready"
         bad = ["{", "[]", "null", '{"type": "dance"}', '{"type": "say"}', '{"type": "say", "text": 5}',
                json.dumps({"type": "say", "text": "x" * 6000}), '{"type": "avatar", "avatar": "../../etc/passwd"}',
-               '{"no": "type"}', b"\x01\x02\x03"]
+               '{"no": "type"}', b"\x01\x02\x03", '{"type": "start", "model": "/etc/passwd"}']
         for i in range(1000):
             await ws.send(bad[i % len(bad)])
         errors = 0
@@ -204,5 +204,18 @@ def test_a_client_that_vanishes_mid_speech_leaves_the_server_serving(server):
         assert [ready["type"] for _, ready in fresh] == ["ready", "ready"]
         for ws2, _ in fresh:
             await ws2.close()
+
+    asyncio.run(go())
+
+
+def test_a_client_can_choose_shipped_models_only(server):
+    async def go():
+        ws = await websockets.connect(f"ws://{server}/v1/stream")
+        await ws.send(json.dumps({"type": "start", "model": "/etc/passwd"}))
+        msg = json.loads(await ws.recv())
+        assert msg["type"] == "error" and "shipped model only" in msg["message"]
+        await ws.send(json.dumps({"type": "start", "model": "student-1-whisper"}))
+        assert json.loads(await ws.recv())["type"] == "ready"
+        await ws.close()
 
     asyncio.run(go())

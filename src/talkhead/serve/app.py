@@ -143,6 +143,10 @@ class _Models:
         _warm_up(self(None))
 
     def __call__(self, name: str | None):
+        from talkhead.motion.model import shipped_models
+
+        if name is not None and name not in {p.stem for p in shipped_models()}:
+            raise InputError(f"unknown model {str(name)[:64]!r}; a client may choose a shipped model only")
         key = name or self.default
         if key not in self.models:
             self.models[key] = self.load(key)
