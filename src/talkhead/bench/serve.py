@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import struct
-import threading
 import time
 from pathlib import Path
 
@@ -22,22 +20,6 @@ import numpy as np
 from talkhead.util import atomic_write
 
 SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over the bay."
-
-
-def _start_server(max_sessions: int, model: str | None, size: int):
-    import uvicorn
-
-    from talkhead.serve.app import ServeConfig, create_app
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(ServeConfig(max_sessions=max_sessions, model=model, size=size))
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=srv.run, daemon=True).start()
-    while not srv.started:
-        time.sleep(0.05)
-    return srv, f"127.0.0.1:{port}"
 
 
 async def _session(server: str):
@@ -197,7 +179,9 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    srv, server = _start_server(max_sessions, model or "student-1-whisper", size)
+    from talkhead.serve.app import ServeConfig, serve_in_thread
+
+    srv, server = serve_in_thread(ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size))
     wav = load_audio(Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0009.wav")
     pcm = (np.clip(wav, -1, 1) * 32767).astype("<i2").tobytes()
     try:

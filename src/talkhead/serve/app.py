@@ -350,3 +350,26 @@ def _avatar_id(value) -> str | None:
         raise InputError("an avatar id is the 16 hex digits POST /v1/avatars returned")
     return value
 
+
+
+def serve_in_thread(cfg: ServeConfig = ServeConfig(), timeout: float = 60.0):
+    """A real server on a free loopback port in a background thread, for benchmarks and tests:
+    returns (uvicorn server, "127.0.0.1:PORT"); set ``server.should_exit = True`` to stop it."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_level="warning",
+                                        ws_max_size=cfg.max_message))
+    threading.Thread(target=srv.run, daemon=True, name="talkhead-serve").start()
+    deadline = time.time() + timeout
+    while not srv.started and time.time() < deadline:
+        time.sleep(0.05)
+    if not srv.started:
+        raise RuntimeError("the server did not start")
+    return srv, f"127.0.0.1:{port}"
