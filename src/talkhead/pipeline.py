@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -133,12 +134,12 @@ def frames_from_motion(blocks: Iterable[np.ndarray], renderer, stride: int = 1, 
     """Motion arriving in blocks [m, 58] -> frames: the frame stage of ``stream``, alone (e.g. for phone targets)."""
     from talkhead.render.stage import FrameStage
 
-    stage, pending, index = FrameStage(renderer, stride, batch), [], 0
+    stage, pending, index = FrameStage(renderer, stride, batch), deque(), 0  # motion rows not yet drawn
 
     def paired(images: Iterator[np.ndarray]) -> Iterator[Frame]:
         nonlocal index
         for image in images:
-            yield Frame(index, image, pending[index])
+            yield Frame(index, image, pending.popleft())
             index += 1
 
     for block in blocks:

@@ -52,7 +52,8 @@ class NoiseSchedule:
         return self.alphas_cumprod.float()
 
     def abar(self, t: Tensor | int | list[int]) -> Tensor:
-        """abar at timesteps ``t`` [B], float32 on t's device: the one lookup everything shares.
+        """abar at timesteps ``t`` [B], float32 on t's device: what denoisers and distillation targets use
+        (``alpha_sigma``/``snr`` keep float64 at integer steps for the forward process).
 
         Fractional t (a student between grid points) interpolates linearly between neighbours;
         t < 0 stands for the clean end point, abar = 1, where a sampler's last step lands.

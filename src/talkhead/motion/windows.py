@@ -108,7 +108,7 @@ def run_windows(rows: Tensor, window_fn: WindowFn, noise: Tensor, pad_row: Tenso
     return torch.cat([runner.push(rows), runner.flush()], 1)
 
 
-class LowLatencyRunner:
+class LowLatencyRunner(WindowRunner):
     """Live client speech: a window every ``step`` frames, each emitting ``step`` new frames after its tail.
 
     Each window is conditioned on the ``overlap`` frames emitted just before its new ones and runs once
@@ -120,17 +120,8 @@ class LowLatencyRunner:
 
     def __init__(self, window_fn: WindowFn, noise_fn: Callable[[int], Tensor], pad_row: Tensor, dim: int,
                  window: int = 80, overlap: int = 10, lookahead: int = 4, step: int = 2) -> None:
-        self.window_fn, self.noise_fn, self.pad_row, self.dim = window_fn, noise_fn, pad_row, dim
-        self.window, self.overlap, self.lookahead, self.step, self.hop = window, overlap, lookahead, step, step
-        self._cond: Tensor | None = None  # rows from frame self._start on
-        self._start, self._k, self._received = 0, 0, 0
-        self._tail: Tensor | None = None  # the last ``overlap`` frames emitted (or given)
-        self._n_emitted = 0
-
-    def continue_from(self, tail: Tensor) -> None:
-        if self._k:
-            raise ValueError("continue_from goes before the first window")
-        self._tail = tail
+        super().__init__(window_fn, noise_fn, pad_row, dim, window, overlap)
+        self.lookahead, self.step, self.hop = lookahead, step, step  # hop: rows a caller may push at once
 
     def _new(self) -> tuple[int, int]:
         """The frames the next window emits, [lo, hi) relative to its start."""
@@ -148,9 +139,9 @@ class LowLatencyRunner:
         if self._cond is None:
             raise ValueError("no conditioning was pushed")
         out = []
-        while self._n_emitted + sum(o.shape[1] for o in out) < self._received:
+        while self._emitted + sum(o.shape[1] for o in out) < self._received:
             out.append(self._run())
-        return self._emit(out, limit=self._received - self._n_emitted)
+        return self._emit(out, limit=self._received - self._emitted)
 
     def _run(self) -> Tensor:
         have = self._cond[:, : self.window]
@@ -165,9 +156,3 @@ class LowLatencyRunner:
         advance = hi - self.overlap
         self._cond, self._start, self._k = self._cond[:, advance:], self._start + advance, self._k + 1
         return new
-
-    def _emit(self, out: list[Tensor], limit: int | None = None) -> Tensor:
-        b = 1 if self._cond is None else self._cond.shape[0]
-        frames = torch.cat(out, 1)[:, :limit] if out else torch.zeros(b, 0, self.dim)
-        self._n_emitted += frames.shape[1]
-        return frames

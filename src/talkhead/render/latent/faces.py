@@ -63,7 +63,8 @@ def render_faces(corpus: str | Path, photos: list[str | Path], out: str | Path, 
     from talkhead.render.warp import WarpRenderer
 
     corpus, out = Path(corpus), Path(out)
-    unknown = [h for h in cfg.heldout if not any(_is_heldout(Path(p), FacesConfig(heldout=(h,))) for p in photos)]
+    names = {n for p in map(Path, photos) for n in (p.name, p.stem)}
+    unknown = [h for h in cfg.heldout if h not in names]
     if unknown:
         raise InputError(f"--heldout names no given photo: {', '.join(unknown)}")
     rows = load_manifest(corpus)[: cfg.clips or None]

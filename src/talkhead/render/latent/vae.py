@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
 from talkhead.errors import InputError
