@@ -9,6 +9,7 @@ from talkhead.data.corpus import CorpusConfig, synth_corpus
 from talkhead.motion.denoiser import DenoiserConfig
 from talkhead.train.configs import TrainConfig
 from talkhead.train.teacher import train
+from tiny_latent import ASTRONAUT, TINY_NET, TINY_TRAIN
 
 SENTENCES_PER_VOICE = 8
 
@@ -104,3 +105,40 @@ def _private_registration_cache(tmp_path_factory):
         os.environ.pop("TALKHEAD_CACHE", None)
     else:
         os.environ["TALKHEAD_CACHE"] = old
+
+
+# A tiny latent face engine, made once per test session from real crops: VAE, teacher and a 1-step student.
+
+@pytest.fixture(scope="session")
+def tiny_faces(tiny_corpus, tmp_path_factory):
+    """64 px crops of the astronaut (training) and her mirror image (held out), 2 corpus clips each."""
+    from PIL import Image
+
+    from talkhead.render.latent.faces import FacesConfig, render_faces
+
+    root = tmp_path_factory.mktemp("latent")
+    mirrored = root / "mirrored.png"
+    Image.open(ASTRONAUT).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(mirrored)
+    out = root / "faces"
+    render_faces(tiny_corpus, [ASTRONAUT, mirrored], out, FacesConfig(size=64, clips=2, heldout=("mirrored.png",)))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_vae(tiny_faces, tmp_path_factory):
+    from talkhead.render.latent.vae import VAEConfig, train_vae
+
+    run = tmp_path_factory.mktemp("vae")
+    train_vae(tiny_faces, run, VAEConfig(size=64, widths=(8, 16, 16)), steps=80, batch=8, progress=False)
+    return run / "vae.safetensors"
+
+
+@pytest.fixture(scope="session")
+def tiny_engine_run(tiny_vae, tiny_faces, tmp_path_factory):
+    """A run folder holding teacher.safetensors and student-1.safetensors."""
+    from talkhead.render.latent.train import distill_student, train_teacher
+
+    run = tmp_path_factory.mktemp("engine")
+    train_teacher(tiny_vae, tiny_faces, run, TINY_TRAIN, TINY_NET, progress=False)
+    distill_student(run / "teacher.safetensors", tiny_faces, run, 1, TINY_TRAIN, progress=False)
+    return run

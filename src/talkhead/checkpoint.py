@@ -33,6 +33,18 @@ def save_checkpoint(path: str | Path, tensors: dict[str, torch.Tensor], meta: di
     atomic_write(path, st_save(cast, metadata=flat))
 
 
+def resolve_named(name_or_path: str | Path, folder: Path, what: str = "model") -> Path:
+    """A checkpoint path, or the name of one shipped in ``folder``; unknown names list the shipped ones."""
+    p = Path(name_or_path)
+    if p.suffix == ".safetensors" or p.exists():
+        return p
+    shipped = folder / f"{name_or_path}.safetensors"
+    if shipped.is_file():
+        return shipped
+    names = sorted(q.stem for q in folder.glob("*.safetensors"))
+    raise InputError(f"unknown {what} {str(name_or_path)!r}; shipped: {', '.join(names) or 'none'}")
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Read weights (as float32) and metadata written by ``save_checkpoint``."""
     path = Path(path)

@@ -72,8 +72,23 @@ class GenerateConfig:
     size: int | tuple[int, int] = 512  # N (square) or (width, height)
     cadence_stride: int = 1
     renderer: str = "warp"  # see talkhead.render.RENDERERS
+    latent_engine: str | None = None  # --renderer latent: a shipped engine name or a path (None: the default)
     device: str = "cpu"
     batch: int = 32
+
+    def renderer_options(self, latents_only: bool = False) -> dict:
+        """What the chosen renderer takes beyond photo and size: the latent one samples its own cadence."""
+        if self.renderer != "latent":
+            return {}
+        from talkhead.render.latent.renderer import DEFAULT_ENGINE
+
+        return {"engine": self.latent_engine or DEFAULT_ENGINE, "stride": self.cadence_stride,
+                "seed": self.motion.seed, "output": "latents" if latents_only else "frames"}
+
+    @property
+    def stage_stride(self) -> int:
+        """The frame stage's cadence: the latent renderer interpolates latents itself, so its stage draws all."""
+        return 1 if self.renderer == "latent" else self.cadence_stride
 
 
 def load_speech(cfg: GenerateConfig) -> Speech:
@@ -170,10 +185,13 @@ def check_output(path: str, suffix: str = ".mp4") -> None:
     check_writable(p)
 
 
-def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progress: bool = True) -> dict:
+def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None, progress: bool = True,
+             latents_out: str | None = None) -> dict:
     """Photo + speech -> talking-head mp4 (H.264 + AAC, 25 fps); returns each stage's seconds.
 
     The model driver runs ``stream`` over the whole recording: offline and live share one path.
+    ``latents_out`` (latent renderer): also, or with ``out`` None only, write the frame latents
+    for ``talkhead decode`` (E2, deferred decoding).
     """
     import time
 
@@ -185,25 +203,26 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
     from talkhead.util import prefetch
     from talkhead.video import write_mp4
 
-    check_output(out)
-    if cfg.cadence_stride < 1:
-        raise InputError("--cadence-stride must be >= 1")
+    _check_outputs(cfg, out, latents_out)
     times: dict[str, float] = {}
     t = time.perf_counter()
     model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
     times["model"] = time.perf_counter() - t
     t = time.perf_counter()
     photo = load_image(cfg.image) if cfg.image else default_photo()
-    renderer = make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut")
+    renderer = make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
+                             **cfg.renderer_options(latents_only=out is None))
+    if latents_out and out is not None:
+        renderer.recorded = []
     times["face"] = time.perf_counter() - t
     t = time.perf_counter()
     speech = load_speech(cfg)
     times["speech"] = time.perf_counter() - t
     t = time.perf_counter()
     if model is None:
-        frames = frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.cadence_stride, cfg.batch)
+        frames = frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.stage_stride, cfg.batch)
     else:
-        frames = stream([speech.wav], model, renderer, cfg.motion, cfg.cadence_stride, cfg.batch)
+        frames = stream([speech.wav], model, renderer, cfg.motion, cfg.stage_stride, cfg.batch)
     shown: list[np.ndarray] = []
     bar = tqdm(total=-(-len(speech.wav) // 640), unit="frame", desc="generate", disable=not progress)
 
@@ -213,9 +232,32 @@ def generate(cfg: GenerateConfig, out: str, motion_out: str | None = None, progr
             bar.update(1)
             yield f.image
 
-    write_mp4(out, prefetch(images()), speech.wav, speech.sample_rate)  # render beside the encoder
+    if out is not None:
+        write_mp4(out, prefetch(images()), speech.wav, speech.sample_rate)  # render beside the encoder
+        latents = renderer.recorded if latents_out else None
+    else:
+        latents = list(images())
     bar.close()
     times["motion_render_encode"] = time.perf_counter() - t
+    if latents_out:
+        from talkhead.render.latent.renderer import LatentVideo
+
+        LatentVideo(np.stack(latents), renderer.engine_name, renderer.background, renderer.box,
+                    speech.wav).save(latents_out)
     if motion_out:
         save_motion(motion_out, cadence_motion(np.stack(shown), cfg.cadence_stride))
     return {"frames": len(shown), "seconds": len(shown) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+
+
+def _check_outputs(cfg: GenerateConfig, out: str | None, latents_out: str | None) -> None:
+    """Refuse bad outputs before any work is done."""
+    if out is None and latents_out is None:
+        raise InputError("give -o OUT.mp4, or --latents-out FILE.npz with --renderer latent (or both)")
+    if out is not None:
+        check_output(out)
+    if latents_out is not None:
+        if cfg.renderer != "latent":
+            raise InputError("--latents-out keeps the latent engine's latents: it needs --renderer latent")
+        check_output(latents_out, ".npz")
+    if cfg.cadence_stride < 1:
+        raise InputError("--cadence-stride must be >= 1")

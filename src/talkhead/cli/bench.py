@@ -22,6 +22,18 @@ def _cmd_bench_motion(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'bench.json'} and {Path(args.out) / 'pareto.png'}")
 
 
+def _cmd_bench_latent(args: argparse.Namespace) -> None:
+    from talkhead.bench.latent import LatentBenchConfig, run_latent_bench
+
+    if min(args.clips, args.frames, args.threads, args.runs) < 1 or args.frames < 3:
+        raise InputError("--clips, --threads and --runs must be at least 1, --frames at least 3")
+    kw = {"engines": tuple(args.engines)} if args.engines else {}
+    cfg = LatentBenchConfig(faces=args.faces, clips_per_identity=args.clips, frames=args.frames, threads=args.threads,
+                            runs=args.runs, onnx=not args.no_onnx, **kw)
+    run_latent_bench(args.out, cfg)
+    print(f"wrote {Path(args.out) / 'latent.json'}, latent.png and latent_sheet.png")
+
+
 def _cmd_bench_compare(args: argparse.Namespace) -> None:
     from talkhead.bench.compare import CompareConfig, parse_entry, run_compare
 
@@ -182,6 +194,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True)
     s.set_defaults(func=_cmd_bench_steps)
     _register_speech(bsub)
+    lt = bsub.add_parser("latent", help="latent face engine: Table 1 quality, Table 2 speed, E1/E2, cadence, warp beside it")
+    lt.add_argument("--out", required=True)
+    lt.add_argument("--faces", default="corpus/faces", help="face crops with held-out identities (talkhead data faces)")
+    lt.add_argument("--engines", nargs="+", default=None, help="engine names or checkpoints (default: the shipped four)")
+    lt.add_argument("--clips", type=int, default=2, help="clips per identity")
+    lt.add_argument("--frames", type=int, default=100, help="frames per clip")
+    lt.add_argument("--threads", type=int, default=2)
+    lt.add_argument("--runs", type=int, default=7)
+    lt.add_argument("--no-onnx", action="store_true", help="time torch only")
+    lt.set_defaults(func=_cmd_bench_latent)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")

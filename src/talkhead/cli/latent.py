@@ -1,8 +1,9 @@
-"""``talkhead latent``: the latent face engine (issue 21), so far its VAE."""
+"""``talkhead latent vae|train|distill|export``: the latent face engine's trainings and its ONNX export."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from talkhead.cli.common import numbers, set_threads
 from talkhead.errors import InputError
@@ -22,8 +23,79 @@ def _cmd_vae(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}/vae.safetensors: reconstruction PSNR {r['psnr_train_db']} dB on training identities, {held}")
 
 
+def _train_config(args: argparse.Namespace):
+    from talkhead.render.latent.train import LatentTrainConfig
+
+    if min(args.steps, args.batch) < 1 or args.lr <= 0:
+        raise InputError("--steps and --batch must be at least 1 and --lr positive")
+    return LatentTrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed,
+                             distill_steps=args.steps, distill_lr=args.lr)
+
+
+def _cmd_train(args: argparse.Namespace) -> None:
+    from talkhead.render.latent.model import LatentConfig
+    from talkhead.render.latent.train import train_teacher
+
+    set_threads(args.threads)
+    net = LatentConfig(**({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}))
+    if len(net.widths) != 3 or any(w < 8 or w % 8 for w in net.widths):
+        raise InputError("--widths are three multiples of 8, e.g. 48,96,128")
+    r = train_teacher(args.vae, args.faces, args.out, _train_config(args), net, args.resume, not args.quiet)
+    print(f"wrote {args.out}/teacher.safetensors after {r['steps']} steps{_loss(r)}")
+
+
+def _cmd_distill(args: argparse.Namespace) -> None:
+    from talkhead.render.latent.train import distill_student
+
+    set_threads(args.threads)
+    r = distill_student(args.teacher, args.faces, args.out, args.to, _train_config(args), args.resume, not args.quiet)
+    print(f"wrote {args.out}/student-{args.to}.safetensors after {r['steps']} steps{_loss(r)}")
+
+
+def _loss(r: dict) -> str:
+    return "" if r["loss_last"] is None else f" (loss {r['loss_last']:.4f})"  # None: resumed a finished run
+
+
+def _cmd_export(args: argparse.Namespace) -> None:
+    from talkhead.render.latent.onnx import export_onnx
+
+    paths = export_onnx(args.engine, args.out)
+    print("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _cmd_ship(args: argparse.Namespace) -> None:
+    import torch
+
+    from talkhead.render.latent.engine import load_engine, save_engine
+    from talkhead.render.latent.renderer import LATENT_DIR
+
+    if not args.name.replace("-", "").isalnum():
+        raise InputError(f"--name is letters, digits and dashes (got {args.name!r})")
+    engine = load_engine(args.engine)
+    target = (Path(args.dir) if args.dir else LATENT_DIR) / f"{args.name}.safetensors"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    meta = {k: v for k, v in engine.meta.items() if k not in ("format", "kind", "vae", "latent", "stats", "timesteps")}
+    save_engine(target, engine, {**meta, "name": args.name}, dtype=torch.float16)
+    print(f"wrote {target} (fp16, {target.stat().st_size / 1e6:.1f} MB)")
+
+
+def _common(p: argparse.ArgumentParser, steps: int, lr: float) -> None:
+    p.add_argument("--faces", required=True, help="face crops folder (talkhead data faces)")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--batch", type=int, default=32, help="frame pairs per step")
+    p.add_argument("--lr", type=float, default=lr)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    p.add_argument("--quiet", action="store_true")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    lat = sub.add_parser("latent", help="the latent face engine (in progress): its face VAE")
+    from talkhead.render.latent.train import LatentTrainConfig
+
+    d = LatentTrainConfig()
+    lat = sub.add_parser("latent", help="the latent face engine: train its VAE, teacher and students; export ONNX")
     lsub = lat.add_subparsers(dest="latent_command", required=True)
     v = lsub.add_parser("vae", help="train the face VAE on crops from `talkhead data faces`")
     v.add_argument("--faces", required=True, help="face crops folder (talkhead data faces)")
@@ -38,3 +110,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=_cmd_vae)
+    t = lsub.add_parser("train", help="train the noise-predicting latent teacher (T = 1000) on a VAE's latents")
+    t.add_argument("--vae", required=True, help="vae.safetensors (talkhead latent vae)")
+    t.add_argument("--widths", help="U-Net channels at 16, 8 and 4 px, e.g. 48,96,128 (default: LatentConfig's)")
+    _common(t, d.steps, d.lr)
+    t.set_defaults(func=_cmd_train)
+    s = lsub.add_parser("distill", help="distil a few-step student from the teacher's 50-step DDIM")
+    s.add_argument("--teacher", required=True, help="teacher.safetensors (talkhead latent train)")
+    s.add_argument("--to", type=int, required=True, help="the student's steps: 1, 2, 4, ...")
+    _common(s, d.distill_steps, d.distill_lr)
+    s.set_defaults(func=_cmd_distill)
+    e = lsub.add_parser("export", help="export an engine's denoiser (one step) and decoder to ONNX")
+    e.add_argument("engine", help="a shipped engine name or a checkpoint")
+    e.add_argument("--out", required=True, help="folder for denoiser.onnx and decoder.onnx")
+    e.set_defaults(func=_cmd_export)
+    sh = lsub.add_parser("ship", help="copy an engine checkpoint into the package as fp16 (a shipped engine name)")
+    sh.add_argument("engine", help="a checkpoint (teacher.safetensors, student-K.safetensors)")
+    sh.add_argument("--name", required=True, help="shipped name, e.g. latent-student-2")
+    sh.add_argument("--dir", help="target folder (default: the package's models/latent)")
+    sh.set_defaults(func=_cmd_ship)

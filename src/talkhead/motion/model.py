@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from talkhead.audio.features import FeatureConfig, extract, silence_row
-from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
+from talkhead.checkpoint import dataclass_from, load_checkpoint, resolve_named, save_checkpoint
 from talkhead.errors import InputError
 from talkhead.data.normalize import Normalizer
 from talkhead.diffusion.denoiser import Denoiser
@@ -222,14 +222,7 @@ def default_model_name() -> str:
 
 def resolve(name_or_path: str | Path) -> Path:
     """A shipped model name (see ``talkhead models``) or a path to a checkpoint."""
-    p = Path(name_or_path)
-    if p.suffix == ".safetensors" or p.exists():
-        return p
-    shipped = MODELS_DIR / f"{name_or_path}.safetensors"
-    if shipped.is_file():
-        return shipped
-    names = sorted(q.stem for q in MODELS_DIR.glob("*.safetensors"))
-    raise InputError(f"unknown model {str(name_or_path)!r}; shipped models: {', '.join(names) or 'none'}")
+    return resolve_named(name_or_path, MODELS_DIR, "model")
 
 
 def load(name_or_path: str | Path) -> MotionModel:

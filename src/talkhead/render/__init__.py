@@ -27,13 +27,17 @@ class Renderer(Protocol):
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]: ...
 
 
-RENDERERS = {"warp": ("talkhead.render.warp", "WarpRenderer")}
+RENDERERS = {"warp": ("talkhead.render.warp", "WarpRenderer"),
+             "latent": ("talkhead.render.latent.renderer", "LatentRenderer")}
 
 
 def make_renderer(name: str, photo: np.ndarray, size: int | tuple[int, int], device: str = "cpu",
-                  photo_name: str = "photo") -> Renderer:
-    """The renderer ``name`` for ``photo`` at ``size``, registered once per photo (cached)."""
+                  photo_name: str = "photo", **options) -> Renderer:
+    """The renderer ``name`` for ``photo`` at ``size``, registered once per photo (cached).
+
+    ``options`` go to the renderer (the latent one takes ``engine``, ``stride``, ``seed``, ``output``).
+    """
     if name not in RENDERERS:
         raise InputError(f"unknown renderer {name!r}; known: {', '.join(RENDERERS)}")
     module, cls = RENDERERS[name]
-    return getattr(import_module(module), cls)(photo, size, device, name=photo_name)
+    return getattr(import_module(module), cls)(photo, size, device, name=photo_name, **options)

@@ -42,10 +42,10 @@ def frame_size(size: int | tuple[int, int]) -> tuple[int, int]:
     return max(64, int(w) // 2 * 2), max(64, int(h) // 2 * 2)  # H.264 wants even sides
 
 
-def frame_photo(photo: np.ndarray, face: Face, size: tuple[int, int], framing: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Crop of the frame's aspect around the face, resized: (frame uint8 [H, W, 3], landmarks [68, 2])."""
-    h, w = photo.shape[:2]
+def photo_window(shape: tuple[int, ...], face: Face, size: tuple[int, int], framing: float
+                 ) -> tuple[int, int, int, int]:
+    """Where ``frame_photo`` crops a photo of ``shape``: (x0, y0, width, height) in photo pixels."""
+    h, w = shape[:2]
     out_w, out_h = size
     short = framing * face.width / min(out_w, out_h)
     fit = min(short, w / out_w, h / out_h)  # a small photo gives a tighter crop, never a stretched one
@@ -54,6 +54,14 @@ def frame_photo(photo: np.ndarray, face: Face, size: tuple[int, int], framing: f
     cy -= 0.1 * face.width  # room for the forehead above the landmarks
     x0 = int(np.clip(round(cx - cw / 2), 0, w - cw))
     y0 = int(np.clip(round(cy - ch / 2), 0, h - ch))
+    return x0, y0, cw, ch
+
+
+def frame_photo(photo: np.ndarray, face: Face, size: tuple[int, int], framing: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Crop of the frame's aspect around the face, resized: (frame uint8 [H, W, 3], landmarks [68, 2])."""
+    out_w, out_h = size
+    x0, y0, cw, ch = photo_window(photo.shape, face, size, framing)
     crop = photo[y0:y0 + ch, x0:x0 + cw]
     frame = np.asarray(Image.fromarray(crop).resize((out_w, out_h), Image.LANCZOS))
     k = np.array([out_w / cw, out_h / ch])

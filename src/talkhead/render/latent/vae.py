@@ -29,6 +29,13 @@ class VAEConfig:
     latent: int = 4
     kl: float = 1e-5
     gradient: float = 1.0
+    # The decoder's last 2x is a pixel shuffle from the previous stage: no convolution at full size,
+    # which makes decoding 2.3x faster on a CPU (20 -> 8.6 ms per 128 px frame on one core).
+    shuffle: bool = True
+    # Photometric and mirror augmentation of the training crops: with a handful of identities the
+    # VAE otherwise learns their colours and lighting and fails on a new face (17.0 dB held out
+    # without it, in recipes/latent.sh's first run).
+    augment: bool = True
 
 
 def _block(cin: int, cout: int) -> nn.Sequential:
@@ -47,9 +54,11 @@ class FaceVAE(nn.Module):
             enc += [_block(a, b), nn.Conv2d(b, b, 4, stride=2, padding=1)]
         self.encoder = nn.Sequential(*enc, _block(w[-1], w[-1]), nn.Conv2d(w[-1], 2 * cfg.latent, 1))
         dec: list[nn.Module] = [nn.Conv2d(cfg.latent, w[-1], 3, padding=1), _block(w[-1], w[-1])]
-        for a, b in zip(w[::-1], w[::-1][1:] + (w[0],)):
+        pairs = list(zip(w[::-1], w[::-1][1:] + (w[0],)))
+        for a, b in pairs[:-1] if cfg.shuffle else pairs:
             dec += [nn.Upsample(scale_factor=2, mode="nearest"), _block(a, b)]
-        self.decoder = nn.Sequential(*dec, nn.Conv2d(w[0], 3, 3, padding=1))
+        tail = [nn.Conv2d(w[0], 12, 3, padding=1), nn.PixelShuffle(2)] if cfg.shuffle else [nn.Conv2d(w[0], 3, 3, padding=1)]
+        self.decoder = nn.Sequential(*dec, *tail)
 
     def encode(self, x: Tensor) -> tuple[Tensor, Tensor]:
         mean, logvar = self.encoder(x * 2 - 1).chunk(2, dim=1)
@@ -77,6 +86,23 @@ def as_batch(frames: np.ndarray) -> Tensor:
     return torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2).float() / 255.0
 
 
+def augment(x: Tensor, gen: torch.Generator) -> Tensor:
+    """Random mirror, per-channel gain, brightness, contrast, gamma and a share of greyscale: x [B, 3, S, S] in [0, 1]."""
+    b = x.shape[0]
+
+    def u(lo: float, hi: float, *shape: int) -> Tensor:
+        return lo + (hi - lo) * torch.rand((b, *shape), generator=gen)
+
+    flip = torch.rand(b, generator=gen) < 0.5
+    x = torch.where(flip[:, None, None, None], x.flip(3), x)
+    x = x * u(0.75, 1.25, 3, 1, 1) * u(0.7, 1.3, 1, 1, 1)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = (mean + (x - mean) * u(0.7, 1.3, 1, 1, 1) + u(-0.1, 0.1, 1, 1, 1)).clamp(0, 1)
+    x = x ** u(0.7, 1.4, 1, 1, 1)
+    grey = torch.rand(b, generator=gen) < 0.15
+    return torch.where(grey[:, None, None, None], x.mean(dim=1, keepdim=True).expand_as(x), x)
+
+
 class VAEObjective:
     """Random crops from the training identities; the loss of one batch (``train.loop.Objective``)."""
 
@@ -86,6 +112,8 @@ class VAEObjective:
     def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor:
         idx = torch.randint(0, len(self.frames), (self.batch,), generator=gen).numpy()
         x = as_batch(self.frames[idx])
+        if self.cfg.augment:
+            x = augment(x, gen)
         recon, mean, logvar = module(x, gen)
         return vae_loss(recon, x, mean, logvar, self.cfg)
 

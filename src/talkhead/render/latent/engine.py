@@ -1,0 +1,110 @@
+"""The latent face engine as one object and one file: VAE, denoiser, normalisation and sampling steps.
+
+``LatentEngine.sample`` turns a reference latent and motion rows into frame latents with the
+diffusion core's DDIM (the teacher on 50 steps, a student on its distilled 1, 2 or 4); ``decode``
+turns latents into 128 px crops. ``save_engine``/``load_engine`` write and rebuild the whole thing
+from one safetensors file (weights, configs, statistics and steps in its metadata), so a checkpoint
+describes itself and a student file stands alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
+from talkhead.diffusion.denoiser import Denoiser
+from talkhead.diffusion.samplers import sample_ddim
+from talkhead.diffusion.schedule import NoiseSchedule
+from talkhead.errors import InputError
+from talkhead.render.latent.model import LatentConfig, LatentNet
+from talkhead.render.latent.vae import FaceVAE, VAEConfig, as_batch
+
+KIND = "latent-engine"
+CLIP = 5.0  # |x0| bound in normalised latent units (the data lie within about 4)
+
+
+class LatentEngine(nn.Module):
+    """Reference crop + motion [T, 58] -> frame latents -> crops; latents are normalised per channel."""
+
+    def __init__(self, vae: FaceVAE, cfg: LatentConfig = LatentConfig(), stats: dict | None = None,
+                 timesteps: list[int] | None = None) -> None:
+        super().__init__()
+        self.vae, self.cfg = vae.eval().requires_grad_(False), cfg
+        self.net = LatentNet(cfg)
+        self.schedule = NoiseSchedule(cfg.timesteps)
+        self.denoiser = Denoiser(self.net, self.schedule, cfg.prediction)
+        stats = stats or {}
+        self.register_buffer("lat_mean", torch.tensor(stats.get("lat_mean", [0.0] * cfg.latent)))
+        self.register_buffer("lat_std", torch.tensor(stats.get("lat_std", [1.0] * cfg.latent)))
+        self.register_buffer("mot_mean", torch.tensor(stats.get("mot_mean", [0.0] * 58)))
+        self.register_buffer("mot_std", torch.tensor(stats.get("mot_std", [1.0] * 58)))
+        self.register_buffer("res_std", torch.tensor(stats.get("res_std", [1.0] * cfg.latent)))
+        self.timesteps = list(timesteps or self.schedule.timesteps(50))
+
+    def stats(self) -> dict:
+        return {k: getattr(self, k).tolist() for k in ("lat_mean", "lat_std", "mot_mean", "mot_std", "res_std")}
+
+    @torch.no_grad()
+    def encode(self, crops: np.ndarray) -> Tensor:
+        """uint8 crops [B, S, S, 3] -> normalised latents [B, L, S/8, S/8] (the VAE's mean)."""
+        z = self.vae.encode(as_batch(crops))[0]
+        return (z - self.lat_mean[:, None, None]) / self.lat_std[:, None, None]
+
+    def decode_float(self, z: Tensor) -> Tensor:
+        """Normalised latents -> images [B, 3, S, S] in [0, 1] (differentiable: training's pixel terms)."""
+        return self.vae.decode(z * self.lat_std[:, None, None] + self.lat_mean[:, None, None])
+
+    @torch.no_grad()
+    def decode(self, z: Tensor) -> np.ndarray:
+        """Normalised latents [B, L, h, w] -> uint8 crops [B, S, S, 3]."""
+        x = self.decode_float(z).mul_(255).add_(0.5).clamp_(0, 255)
+        return x.to(torch.uint8).permute(0, 2, 3, 1).numpy()
+
+    def to_diffusion(self, z: Tensor, reference: Tensor) -> Tensor:
+        """Frame latents -> what the diffusion models: their change from the reference, unit scale (``residual``)."""
+        return (z - reference) / self.res_std[:, None, None] if self.cfg.residual else z
+
+    def from_diffusion(self, x: Tensor, reference: Tensor) -> Tensor:
+        """The inverse of ``to_diffusion``: a sample -> frame latents."""
+        return reference + x * self.res_std[:, None, None] if self.cfg.residual else x
+
+    def cond(self, reference: Tensor, motion: Tensor) -> dict[str, Tensor]:
+        """The network's conditioning: reference latents [1 or B, L, h, w] and raw motion [B, 58]."""
+        b = motion.shape[0]
+        return {"reference": reference.expand(b, -1, -1, -1), "motion": (motion - self.mot_mean) / self.mot_std}
+
+    def denoise(self, x: Tensor, t: Tensor, cond: dict[str, Tensor]) -> Tensor:
+        """x0 estimate, clipped: an eps network's x0 at t ~ T is noise over alpha ~ 0 (DDPM clips it too)."""
+        return self.denoiser(x, t, cond).clamp(-CLIP, CLIP)
+
+    @torch.no_grad()
+    def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None) -> Tensor:
+        """Frame latents [B, L, h, w] for motion [B, 58] from starting noise [B, L, h, w] (DDIM, eta 0)."""
+        cond = self.cond(reference, motion)
+        x = sample_ddim(lambda x, t: self.denoise(x, t, cond), noise, self.schedule, timesteps or self.timesteps)
+        return self.from_diffusion(x, reference)
+
+
+def save_engine(path: str | Path, engine: LatentEngine, meta: dict, dtype: torch.dtype | None = None) -> None:
+    """One file: VAE and denoiser weights, statistics, configs and sampling steps, plus ``meta`` (provenance)."""
+    tensors = {f"vae.{k}": v for k, v in engine.vae.state_dict().items()}
+    tensors.update({f"net.{k}": v for k, v in engine.net.state_dict().items()})
+    save_checkpoint(path, tensors, {"kind": KIND, "vae": engine.vae.cfg, "latent": engine.cfg,
+                                    "stats": engine.stats(), "timesteps": engine.timesteps, **meta}, dtype)
+
+
+def load_engine(path: str | Path) -> LatentEngine:
+    """Rebuild a ``LatentEngine`` from a file ``save_engine`` wrote."""
+    tensors, meta = load_checkpoint(path)
+    if meta.get("kind") != KIND:
+        raise InputError(f"{path} is not a latent face engine checkpoint")
+    vae = FaceVAE(dataclass_from(VAEConfig, meta["vae"]))
+    vae.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("vae.")})
+    engine = LatentEngine(vae, dataclass_from(LatentConfig, meta["latent"]), meta["stats"], meta["timesteps"])
+    engine.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    engine.meta = meta
+    return engine.eval()
