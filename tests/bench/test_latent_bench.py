@@ -11,7 +11,7 @@ def test_latent_bench_writes_tables_and_figures(tiny_engine_run, tiny_faces, tmp
     out = tmp_path / "bench"
     engines = [str(tiny_engine_run / "teacher.safetensors"), str(tiny_engine_run / "student-1.safetensors")]
     assert main(["bench", "latent", "--out", str(out), "--faces", str(tiny_faces), "--engines", *engines,
-                 "--clips", "1", "--frames", "12", "--threads", "1", "--runs", "1"]) == 0
+                 "--clips", "1", "--frames", "12", "--threads", "1", "--runs", "1", "--beside", engines[-1]]) == 0
     r = json.loads((out / "latent.json").read_text())
     held = r["quality_heldout"]
     assert set(engines) < set(held) and "VAE reconstruction" in held and "noisy decode (t=100)" in held
@@ -25,5 +25,6 @@ def test_latent_bench_writes_tables_and_figures(tiny_engine_run, tiny_faces, tmp
     for v in speed.values():
         assert v["E2"]["ms_per_frame"] > 0 and v["E1"]["ms_per_frame"] > 0
     assert {"warp", f"latent {engines[-1]}, cadence 4"} <= set(r["renderers_512"])
+    assert not (out / "onnx").exists()  # exported to time, not left behind
     for name in ("latent.png", "latent_sheet.png"):
         assert (out / name).stat().st_size > 10_000

@@ -29,7 +29,7 @@ def _cmd_bench_latent(args: argparse.Namespace) -> None:
         raise InputError("--clips, --threads and --runs must be at least 1, --frames at least 3")
     kw = {"engines": tuple(args.engines)} if args.engines else {}
     cfg = LatentBenchConfig(faces=args.faces, clips_per_identity=args.clips, frames=args.frames, threads=args.threads,
-                            runs=args.runs, onnx=not args.no_onnx, **kw)
+                            runs=args.runs, onnx=not args.no_onnx, beside=args.beside, **kw)
     run_latent_bench(args.out, cfg)
     print(f"wrote {Path(args.out) / 'latent.json'}, latent.png and latent_sheet.png")
 
@@ -203,6 +203,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lt.add_argument("--threads", type=int, default=2)
     lt.add_argument("--runs", type=int, default=7)
     lt.add_argument("--no-onnx", action="store_true", help="time torch only")
+    lt.add_argument("--beside", default="latent-student-4", help="engine timed at 512 px beside the warp renderer")
     lt.set_defaults(func=_cmd_bench_latent)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)

@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--renderer", default="warp",
                    help="how frames are drawn: warp (the photo warped by the rig) or latent (the latent face engine)")
     g.add_argument("--latent-engine", help="--renderer latent: a shipped engine (latent-student-1|2|4, "
-                                           "latent-teacher) or a checkpoint; default latent-student-2")
+                                           "latent-teacher) or a checkpoint; default latent-student-4")
     g.add_argument("--latents-out", help="--renderer latent: write the frame latents (.npz) for `talkhead decode`")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--motion-out", help="also write the motion as .csv or .npy")

@@ -67,7 +67,7 @@ def _cmd_ship(args: argparse.Namespace) -> None:
     import torch
 
     from talkhead.render.latent.engine import load_engine, save_engine
-    from talkhead.render.latent.renderer import LATENT_DIR
+    from talkhead.render.latent.engine import LATENT_DIR
 
     if not args.name.replace("-", "").isalnum():
         raise InputError(f"--name is letters, digits and dashes (got {args.name!r})")

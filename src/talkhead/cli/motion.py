@@ -62,7 +62,8 @@ def _cmd_models(args: argparse.Namespace) -> None:
         mark = "*" if p.stem == default else " "
         print(f"{mark} {p.stem:16s} {meta.get('kind', '?'):10s} steps={steps:<3} sampler={sampling.get('sampler', 'ddim'):6s}"
               f" {p.stat().st_size / 1e6:.1f} MB")
-    from talkhead.render.latent.renderer import DEFAULT_ENGINE, LATENT_DIR
+    from talkhead.render.latent.engine import LATENT_DIR
+    from talkhead.render.latent.renderer import DEFAULT_ENGINE
 
     for p in sorted(LATENT_DIR.glob("*.safetensors")):  # generate --renderer latent --latent-engine NAME
         _, meta = load_checkpoint(p)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.checkpoint import dataclass_from, load_checkpoint, save_checkpoint
+from talkhead.checkpoint import dataclass_from, load_checkpoint, resolve_named, save_checkpoint
 from talkhead.diffusion.denoiser import Denoiser
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.diffusion.schedule import NoiseSchedule
@@ -24,6 +24,7 @@ from talkhead.render.latent.model import LatentConfig, LatentNet
 from talkhead.render.latent.vae import FaceVAE, VAEConfig, as_batch
 
 KIND = "latent-engine"
+LATENT_DIR = Path(__file__).resolve().parents[2] / "models" / "latent"  # the shipped engines
 CLIP = 5.0  # |x0| bound in normalised latent units (the data lie within about 4)
 
 
@@ -97,8 +98,14 @@ def save_engine(path: str | Path, engine: LatentEngine, meta: dict, dtype: torch
                                     "stats": engine.stats(), "timesteps": engine.timesteps, **meta}, dtype)
 
 
-def load_engine(path: str | Path) -> LatentEngine:
-    """Rebuild a ``LatentEngine`` from a file ``save_engine`` wrote."""
+def resolve_engine(name_or_path: str | Path) -> Path:
+    """A shipped latent engine name (``latent-student-2``, ...) or a checkpoint path."""
+    return resolve_named(name_or_path, LATENT_DIR, "latent engine")
+
+
+def load_engine(name_or_path: str | Path) -> LatentEngine:
+    """Rebuild a ``LatentEngine`` from a shipped name or a file ``save_engine`` wrote."""
+    path = resolve_engine(name_or_path)
     tensors, meta = load_checkpoint(path)
     if meta.get("kind") != KIND:
         raise InputError(f"{path} is not a latent face engine checkpoint")

@@ -16,7 +16,6 @@ from torch import Tensor, nn
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, load_engine
-from talkhead.render.latent.renderer import resolve_engine
 
 
 class _Denoise(nn.Module):
@@ -47,7 +46,7 @@ def _require(module: str) -> None:
 def export_onnx(engine: str | Path | LatentEngine, out: str | Path) -> list[Path]:
     """Write ``denoiser.onnx`` and ``decoder.onnx`` (dynamic batch) into ``out``; returns their paths."""
     _require("onnxscript")
-    eng = engine if isinstance(engine, LatentEngine) else load_engine(resolve_engine(engine))
+    eng = engine if isinstance(engine, LatentEngine) else load_engine(engine)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     b, lat = 2, eng.cfg.latent
