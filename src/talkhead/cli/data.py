@@ -76,6 +76,26 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
           f"(reasons in {Path(args.out) / 'report.json'})")
 
 
+def _cmd_data_video(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from talkhead.render.latent.video import video_folder
+
+    if not Path(args.src).exists():
+        raise InputError(f"no such file or folder: {args.src}")
+    bar = tqdm(total=None, unit="video", desc="videos", disable=args.quiet)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    report = video_folder(args.src, args.out, progress=progress)
+    bar.close()
+    print(f"{args.out}: {len(report['kept'])} videos kept, {len(report['skipped'])} skipped (see report.json)")
+    for s in report["skipped"]:
+        print(f"  skipped {s['why']}")
+
+
 def _cmd_data_faces(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
@@ -130,6 +150,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     da.add_argument("--quiet", action="store_true", help="no progress bar")
     da.set_defaults(func=_cmd_data_align)
 
+    dv = dsub.add_parser("video", help="a person's own videos (face + speech) as latent-engine training crops")
+    dv.add_argument("src", help="a video file or a folder of them (mp4, mov, mkv, webm, avi)")
+    dv.add_argument("--out", required=True, help="crops folder (the format of `data faces`)")
+    dv.add_argument("--quiet", action="store_true")
+    dv.set_defaults(func=_cmd_data_video)
     df = dsub.add_parser("faces", help="aligned face crops: photos driven through a corpus's motion (latent engine data)")
     df.add_argument("photos", nargs="+", help="face photos, one identity each")
     df.add_argument("--corpus", required=True, help="motion corpus (talkhead data synth / data align)")

@@ -356,7 +356,7 @@ def pose_rotation(pitch: torch.Tensor, yaw: torch.Tensor, roll: torch.Tensor) ->
 
 def _coefficients(expr: torch.Tensor, open_eyes: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """ARKit semantics on top of the linear basis: (coefficients [T, 52], lip seal [T])."""
-    e = expr.clamp(0.0, 1.0).clone()
+    e = expr.clamp(0.0, 1.0)  # changed out of place below: motion fitting differentiates through this
     close = e[:, SPEC["mouthClose"]]
     # Rolled-in lips half close the gap: in an "f" the upper teeth still show.
     seal = torch.stack([close, e[:, SPEC["mouthPressLeft"]], e[:, SPEC["mouthPressRight"]],
@@ -364,10 +364,10 @@ def _coefficients(expr: torch.Tensor, open_eyes: bool) -> tuple[torch.Tensor, to
                        -1).amax(-1)
     seal = (seal / SEAL_FULL).clamp(max=1.0)
     # mouthClose only cancels the lip part of jawOpen; beyond it lips would cross.
-    e[:, SPEC["mouthClose"]] = torch.minimum(close, e[:, SPEC["jawOpen"]])
+    idx = torch.tensor([SPEC["mouthClose"]], device=e.device)
+    e = e.index_copy(1, idx, torch.minimum(close, e[:, SPEC["jawOpen"]])[:, None])
     if open_eyes:
-        e[:, SPEC["eyeBlinkLeft"]] = 0.0
-        e[:, SPEC["eyeBlinkRight"]] = 0.0
+        e = e.index_fill(1, torch.tensor([SPEC["eyeBlinkLeft"], SPEC["eyeBlinkRight"]], device=e.device), 0.0)
     return e, seal
 
 
