@@ -219,10 +219,7 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     speech = load_speech(cfg)
     times["speech"] = time.perf_counter() - t
     t = time.perf_counter()
-    if model is None:
-        frames = frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.stage_stride, cfg.batch)
-    else:
-        frames = stream([speech.wav], model, renderer, cfg.motion, cfg.stage_stride, cfg.batch)
+    frames = _frames(cfg, model, renderer, speech)
     shown: list[np.ndarray] = []
     bar = tqdm(total=-(-len(speech.wav) // 640), unit="frame", desc="generate", disable=not progress)
 
@@ -242,11 +239,17 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     if latents_out:
         from talkhead.render.latent.renderer import LatentVideo
 
-        LatentVideo(np.stack(latents), renderer.engine_name, renderer.background, renderer.box,
-                    speech.wav).save(latents_out)
+        LatentVideo(np.stack(latents), renderer.engine_name, renderer.background, renderer.box, speech.wav).save(latents_out)
     if motion_out:
         save_motion(motion_out, cadence_motion(np.stack(shown), cfg.cadence_stride))
     return {"frames": len(shown), "seconds": len(shown) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+
+
+def _frames(cfg: GenerateConfig, model: MotionModel | None, renderer, speech: Speech) -> Iterator[Frame]:
+    """The whole recording through the stream (model driver) or its phone targets through the frame stage."""
+    if model is None:
+        return frames_from_motion([motion_from_speech(speech, cfg.motion)], renderer, cfg.stage_stride, cfg.batch)
+    return stream([speech.wav], model, renderer, cfg.motion, cfg.stage_stride, cfg.batch)
 
 
 def _check_outputs(cfg: GenerateConfig, out: str | None, latents_out: str | None) -> None:
