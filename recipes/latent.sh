@@ -43,7 +43,8 @@ resume=(); [ -f runs/vae/state.pt ] && resume=(--resume)
 [ -f runs/vae/report.json ] || talkhead latent vae --faces corpus/faces --out runs/vae --steps "${1:-3000}" --threads 2 "${resume[@]}"
 run=runs/latent
 resume=(); [ -f "$run"/teacher.state.pt ] && resume=(--resume)
-talkhead latent train --vae runs/vae/vae.safetensors --faces corpus/faces --out "$run" --steps "${2:-5000}" --threads 2 "${resume[@]}"
+talkhead latent train --vae runs/vae/vae.safetensors --faces corpus/faces --out "$run" --steps "${2:-5000}" --threads 2 \
+    --geometry "${resume[@]}"
 # Progressive: 50 teacher steps -> 4 -> 2 -> 1, each student distilled from the one before it.
 prev=teacher
 for k in 4 2 1; do

@@ -37,7 +37,10 @@ def _cmd_train(args: argparse.Namespace) -> None:
     from talkhead.render.latent.train import train_teacher
 
     set_threads(args.threads)
-    net = LatentConfig(**({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}))
+    from talkhead.render.latent.geometry import CHANNELS
+
+    net = LatentConfig(**({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}),
+                       geometry=CHANNELS if args.geometry else 0)
     if len(net.widths) != 3 or any(w < 8 or w % 8 for w in net.widths):
         raise InputError("--widths are three multiples of 8, e.g. 48,96,128")
     r = train_teacher(args.vae, args.faces, args.out, _train_config(args), net, args.resume, not args.quiet)
@@ -113,6 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = lsub.add_parser("train", help="train the noise-predicting latent teacher (T = 1000) on a VAE's latents")
     t.add_argument("--vae", required=True, help="vae.safetensors (talkhead latent vae)")
     t.add_argument("--widths", help="U-Net channels at 16, 8 and 4 px, e.g. 48,96,128 (default: LatentConfig's)")
+    t.add_argument("--geometry", action="store_true", help="also condition on the frame's mouth drawn from the rig")
     _common(t, d.steps, d.lr)
     t.set_defaults(func=_cmd_train)
     s = lsub.add_parser("distill", help="distil a few-step student from the teacher's 50-step DDIM")

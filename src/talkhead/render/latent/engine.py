@@ -73,19 +73,39 @@ class LatentEngine(nn.Module):
         """The inverse of ``to_diffusion``: a sample -> frame latents."""
         return reference + x * self.res_std[:, None, None] if self.cfg.residual else x
 
-    def cond(self, reference: Tensor, motion: Tensor) -> dict[str, Tensor]:
-        """The network's conditioning: reference latents [1 or B, L, h, w] and raw motion [B, 58]."""
+    def cond(self, reference: Tensor, motion: Tensor, geometry: Tensor | None = None) -> dict[str, Tensor]:
+        """The network's conditioning: reference latents [1 or B, L, h, w], raw motion [B, 58], mouth maps."""
         b = motion.shape[0]
-        return {"reference": reference.expand(b, -1, -1, -1), "motion": (motion - self.mot_mean) / self.mot_std}
+        out = {"reference": reference.expand(b, -1, -1, -1), "motion": (motion - self.mot_mean) / self.mot_std}
+        if self.cfg.geometry:
+            if geometry is None:
+                raise ValueError("this engine also takes the mouth maps (engine.maps)")
+            out["geometry"] = geometry
+        return out
+
+    def anchor(self, crop: np.ndarray) -> dict:
+        """What a face's frames are drawn from: its reference latent [1, L, h, w] (and rig, for the mouth maps)."""
+        from talkhead.render.latent.geometry import reference_rig
+
+        return {"latent": self.encode(crop[None]), "rig": reference_rig(crop) if self.cfg.geometry else None}
+
+    def maps(self, anchor: dict, motion: Tensor | np.ndarray) -> Tensor | None:
+        """The mouth maps of motion [B, 58] on the anchor's face (None for an engine without them)."""
+        if not self.cfg.geometry:
+            return None
+        from talkhead.render.latent.geometry import mouth_maps
+
+        return mouth_maps(anchor["rig"], motion, self.vae.cfg.size, self.vae.cfg.size // 8)
 
     def denoise(self, x: Tensor, t: Tensor, cond: dict[str, Tensor]) -> Tensor:
         """x0 estimate, clipped: an eps network's x0 at t ~ T is noise over alpha ~ 0 (DDPM clips it too)."""
         return self.denoiser(x, t, cond).clamp(-CLIP, CLIP)
 
     @torch.no_grad()
-    def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None) -> Tensor:
+    def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None,
+               geometry: Tensor | None = None) -> Tensor:
         """Frame latents [B, L, h, w] for motion [B, 58] from starting noise [B, L, h, w] (DDIM, eta 0)."""
-        cond = self.cond(reference, motion)
+        cond = self.cond(reference, motion, geometry)
         x = sample_ddim(lambda x, t: self.denoise(x, t, cond), noise, self.schedule, timesteps or self.timesteps)
         return self.from_diffusion(x, reference)
 

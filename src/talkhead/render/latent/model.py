@@ -37,6 +37,9 @@ class LatentConfig:
     # still (most of the face) is the reference exactly, so the identity is kept by construction
     # and the network only learns what motion changes, which a few identities can teach.
     residual: bool = True
+    # > 0: also condition on the frame's mouth drawn at latent size (render.latent.geometry): where
+    # this face's mouth is and how far it opens, which 4 training people cannot teach by example.
+    geometry: int = 0
 
 
 def timestep_embedding(t: Tensor, dim: int) -> Tensor:
@@ -74,7 +77,7 @@ class LatentNet(nn.Module):
         self.cfg = cfg
         w1, w2, w3 = cfg.widths
         self.embed = nn.Sequential(nn.Linear(cfg.emb + MOTION_DIM, cfg.emb), nn.SiLU(), nn.Linear(cfg.emb, cfg.emb))
-        self.stem = nn.Conv2d(2 * cfg.latent, w1, 3, padding=1)
+        self.stem = nn.Conv2d(2 * cfg.latent + cfg.geometry, w1, 3, padding=1)
         self.down1, self.down2 = FiLMBlock(w1, w1, cfg.emb), FiLMBlock(w1, w2, cfg.emb)
         self.mid = FiLMBlock(w2, w3, cfg.emb)
         self.up2, self.up1 = FiLMBlock(w3 + w2, w2, cfg.emb), FiLMBlock(w2 + w1, w1, cfg.emb)
@@ -84,7 +87,8 @@ class LatentNet(nn.Module):
 
     def forward(self, x: Tensor, t: Tensor, cond: dict[str, Tensor]) -> Tensor:
         emb = self.embed(torch.cat([timestep_embedding(t, self.cfg.emb), cond["motion"]], dim=1))
-        h1 = self.down1(self.stem(torch.cat([x, cond["reference"]], dim=1)), emb)       # 16 x 16
+        inputs = [x, cond["reference"]] + ([cond["geometry"]] if self.cfg.geometry else [])
+        h1 = self.down1(self.stem(torch.cat(inputs, dim=1)), emb)                        # 16 x 16
         h2 = self.down2(F.avg_pool2d(h1, 2), emb)                                         # 8 x 8
         h3 = self.mid(F.avg_pool2d(h2, 2), emb)                                           # 4 x 4
         u2 = self.up2(torch.cat([F.interpolate(h3, scale_factor=2.0), h2], dim=1), emb)

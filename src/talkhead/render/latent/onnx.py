@@ -23,8 +23,8 @@ class _Denoise(nn.Module):
         super().__init__()
         self.engine = engine
 
-    def forward(self, x: Tensor, t: Tensor, reference: Tensor, motion: Tensor) -> Tensor:
-        return self.engine.denoise(x, t, self.engine.cond(reference, motion))
+    def forward(self, x: Tensor, t: Tensor, reference: Tensor, motion: Tensor, geometry: Tensor | None = None) -> Tensor:
+        return self.engine.denoise(x, t, self.engine.cond(reference, motion, geometry))
 
 
 class _Decode(nn.Module):
@@ -53,12 +53,15 @@ def export_onnx(engine: str | Path | LatentEngine, out: str | Path) -> list[Path
     side = eng.vae.cfg.size // 8
     x = torch.randn(b, lat, side, side)
     args = (x, torch.full((b,), 999, dtype=torch.long), torch.randn(b, lat, side, side), torch.zeros(b, 58))
+    names = ["x", "t", "reference", "motion"]
+    if eng.cfg.geometry:
+        args, names = (*args, torch.zeros(b, eng.cfg.geometry, side, side)), [*names, "geometry"]
     eng.schedule.abar(0)  # the abar table, built now, is a constant of the graph (not a traced cumprod)
     batch = torch.export.Dim("batch", min=1, max=1024)
     paths = [out / "denoiser.onnx", out / "decoder.onnx"]
     with torch.no_grad():
         for module, inputs, names, path in [
-                (_Denoise(eng), args, ["x", "t", "reference", "motion"], paths[0]),
+                (_Denoise(eng), args, names, paths[0]),
                 (_Decode(eng), (x,), ["z"], paths[1])]:
             tmp = path.with_suffix(".onnx.tmp")
             torch.onnx.export(module.eval(), inputs, str(tmp), input_names=names, output_names=["out"],
@@ -83,12 +86,15 @@ class OnnxEngine:
         self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), opts, providers=["CPUExecutionProvider"])
         self.schedule, self.timesteps, self.from_diffusion = engine.schedule, engine.timesteps, engine.from_diffusion
 
-    def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None) -> Tensor:
+    def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None,
+               geometry: Tensor | None = None) -> Tensor:
         ref = np.ascontiguousarray(reference.expand(len(motion), -1, -1, -1).numpy())
         m = motion.numpy()
 
         def denoise(x: Tensor, t: Tensor) -> Tensor:
             feeds = {"x": x.numpy(), "t": t.numpy(), "reference": ref, "motion": m}
+            if geometry is not None:
+                feeds["geometry"] = np.ascontiguousarray(geometry.numpy())
             return torch.from_numpy(self.denoiser.run(None, feeds)[0])
 
         x = sample_ddim(denoise, noise.contiguous(), self.schedule, timesteps or self.timesteps)

@@ -67,7 +67,8 @@ class LatentRenderer:
         self.background = frame_photo(photo, face, self.size, framing)[0]
         self.reference_crop = frame_photo(photo, face, (crop_size, crop_size), CROP_FRAMING)[0]
         self.box = _box_in_frame(photo_window(photo.shape, face, self.size, framing), win, self.size)
-        self.reference = self.engine.encode(self.reference_crop[None])
+        self.anchor = self.engine.anchor(self.reference_crop)
+        self.reference = self.anchor["latent"]
         gen = torch.Generator().manual_seed(seed)
         self.noise = torch.randn(self.reference.shape, generator=gen)
         self._index = 0  # frames drawn so far: keyframes sit at global multiples of the stride
@@ -85,7 +86,8 @@ class LatentRenderer:
         keys = [i for i in range(n) if (self._index + i) % self.stride == 0]
         if not keys or keys[-1] != n - 1:
             keys.append(n - 1)  # a batch ends on a keyframe: no frame waits for the next batch
-        z_keys = self.engine.sample(self.reference, m[keys], self.noise.expand(len(keys), -1, -1, -1))
+        z_keys = self.engine.sample(self.reference, m[keys], self.noise.expand(len(keys), -1, -1, -1),
+                                    geometry=self.engine.maps(self.anchor, m[keys]))
         pos, z = torch.tensor(keys, dtype=torch.float32), z_keys.flatten(1)
         if self._last is not None and keys[0] > 0:  # the frames before this batch's first keyframe
             pos, z = torch.cat([torch.tensor([float(self._last[0] - self._index)]), pos]), torch.cat([self._last[1], z])

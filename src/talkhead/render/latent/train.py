@@ -67,6 +67,10 @@ class FramePairs:
         self.refs_raw = np.stack([c["reference"] for c in clips])
         self.latents = self._encode(engine, cache)
         self.references = _encode_all(engine, self.refs_raw)
+        self.maps = None
+        if engine.cfg.geometry:  # each clip's mouth, drawn on its own reference's rig
+            maps = [engine.maps(engine.anchor(c["reference"]), c["motion"]) for c in clips]
+            self.maps = torch.cat(maps)
 
     def _encode(self, engine: LatentEngine, cache: Path | None) -> Tensor:
         # Encoding every crop takes minutes: a resumed run (or a student's) reuses it when the VAE,
@@ -87,8 +91,11 @@ class FramePairs:
     def sample(self, batch: int, gen: torch.Generator) -> dict[str, Tensor]:
         i = self.first[torch.randint(0, len(self.first), (batch,), generator=gen)]
         pair = torch.stack([i, i + 1], dim=1)  # [B, 2]
-        return {"x0": self.latents[pair], "motion": self.motion[pair], "reference": self.references[self.clip_of[i]],
-                "index": pair}
+        out = {"x0": self.latents[pair], "motion": self.motion[pair], "reference": self.references[self.clip_of[i]],
+               "index": pair}
+        if self.maps is not None:
+            out["geometry"] = self.maps[pair]
+        return out
 
 
 def _encode_all(engine: LatentEngine, frames: np.ndarray, batch: int = 256) -> Tensor:
@@ -107,7 +114,10 @@ def _diffusion_pairs(engine: LatentEngine, b: dict[str, Tensor]) -> Tensor:
 
 def _pair_cond(engine: LatentEngine, b: dict[str, Tensor]) -> dict[str, Tensor]:
     ref = b["reference"][:, None].expand(-1, 2, -1, -1, -1)
-    return {"reference": _flat(ref), "motion": (_flat(b["motion"]) - engine.mot_mean) / engine.mot_std}
+    out = {"reference": _flat(ref), "motion": (_flat(b["motion"]) - engine.mot_mean) / engine.mot_std}
+    if "geometry" in b:
+        out["geometry"] = _flat(b["geometry"])
+    return out
 
 
 def _noised_pairs(engine: LatentEngine, x0: Tensor, t: Tensor, gen: torch.Generator) -> tuple[Tensor, Tensor]:
