@@ -148,7 +148,7 @@ def speed(engines: dict[str, LatentEngine], clip: dict, cfg: LatentBenchConfig, 
 
             runtimes["onnxruntime"] = OnnxEngine(onnx_dirs[name], eng, cfg.threads)
         step_lists = {len(eng.timesteps): eng.timesteps}
-        if getattr(eng, "meta", {}).get("train", {}).get("objective") == "teacher":  # the teacher at any steps
+        if eng.meta.get("train", {}).get("objective") == "teacher":  # the teacher at any steps
             step_lists = {k: eng.schedule.timesteps(k) for k in (*cfg.steps, len(eng.timesteps))}
         for rt_name, rt in runtimes.items():
             for k, ts in step_lists.items():

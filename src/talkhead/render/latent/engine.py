@@ -45,6 +45,7 @@ class LatentEngine(nn.Module):
         self.register_buffer("mot_std", torch.tensor(stats.get("mot_std", [1.0] * 58)))
         self.register_buffer("res_std", torch.tensor(stats.get("res_std", [1.0] * cfg.latent)))
         self.timesteps = list(timesteps or self.schedule.timesteps(50))
+        self.meta: dict = {}  # a loaded file's metadata (name, provenance); empty for a new engine
 
     def stats(self) -> dict:
         return {k: getattr(self, k).tolist() for k in ("lat_mean", "lat_std", "mot_mean", "mot_std", "res_std")}

@@ -57,7 +57,8 @@ class LatentRenderer:
         photo = as_rgb(photo, name)
         self.size, self.stride, self.output = frame_size(size), stride, output
         self.engine = engine if isinstance(engine, LatentEngine) else load_engine(engine)
-        self.engine_name = getattr(self.engine, "name", str(engine))
+        # What a latents file names for `talkhead decode`: the shipped name or the path it was loaded from.
+        self.engine_name = engine.meta.get("name", "") if isinstance(engine, LatentEngine) else str(engine)
         face = detect_face(photo, name, cache=True)
         crop_size = self.engine.vae.cfg.size
         win = photo_window(photo.shape, face, (crop_size, crop_size), CROP_FRAMING)

@@ -69,7 +69,9 @@ class FramePairs:
         self.references = _encode_all(engine, self.refs_raw)
         self.maps = None
         if engine.cfg.geometry:  # each clip's mouth, drawn on its own reference's rig
-            maps = [engine.maps(engine.anchor(c["reference"]), c["motion"]) for c in clips]
+            from talkhead.render.latent.geometry import reference_rig
+
+            maps = [engine.maps({"rig": reference_rig(c["reference"])}, c["motion"]) for c in clips]
             self.maps = torch.cat(maps)
 
     def _encode(self, engine: LatentEngine, cache: Path | None) -> Tensor:
