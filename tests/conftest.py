@@ -114,7 +114,7 @@ def tiny_faces(tiny_corpus, tmp_path_factory):
     """64 px crops of the astronaut (training) and her mirror image (held out), 2 corpus clips each."""
     from PIL import Image
 
-    from talkhead.render.latent.faces import FacesConfig, render_faces
+    from talkhead.data.faces import FacesConfig, render_faces
 
     root = tmp_path_factory.mktemp("latent")
     mirrored = root / "mirrored.png"
@@ -126,7 +126,8 @@ def tiny_faces(tiny_corpus, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_vae(tiny_faces, tmp_path_factory):
-    from talkhead.render.latent.vae import VAEConfig, train_vae
+    from talkhead.render.latent.vae import VAEConfig
+    from talkhead.train.vae import train_vae
 
     run = tmp_path_factory.mktemp("vae")
     train_vae(tiny_faces, run, VAEConfig(size=64, widths=(8, 16, 16)), steps=80, batch=8, progress=False)
@@ -136,7 +137,7 @@ def tiny_vae(tiny_faces, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_engine_run(tiny_vae, tiny_faces, tmp_path_factory):
     """A run folder holding teacher.safetensors and student-1.safetensors."""
-    from talkhead.render.latent.train import distill_student, train_teacher
+    from talkhead.train.latent import distill_student, train_teacher
 
     run = tmp_path_factory.mktemp("engine")
     train_teacher(tiny_vae, tiny_faces, run, TINY_TRAIN, TINY_NET, progress=False)

@@ -4,7 +4,7 @@ import importlib.util
 from pathlib import Path
 
 from talkhead.render.latent.model import LatentConfig
-from talkhead.render.latent.train import LatentTrainConfig
+from talkhead.train.latent import LatentTrainConfig
 
 ASTRONAUT = Path(importlib.util.find_spec("skimage").origin).parent / "data" / "astronaut.png"
 TINY_NET = LatentConfig(widths=(16, 16, 16), emb=32)

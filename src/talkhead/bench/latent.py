@@ -22,7 +22,7 @@ import torch
 
 from talkhead.metrics import pearson
 from talkhead.render.latent.engine import LatentEngine, load_engine
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 from talkhead.render.latent.identity import identity_distance, lip_gap
 from talkhead.rig.spec import SPEC
 
@@ -211,7 +211,7 @@ def run_latent_bench(out_dir: str | Path, cfg: LatentBenchConfig = LatentBenchCo
     from talkhead.bench.latent_plots import plot_speed, sheet
 
     plot_speed(result["speed"], out / "latent.png")
-    sheet(engines, held + train[:1], out / "latent_sheet.png", cfg.seed)
+    sheet(engines, held + train[:1], out / "latent_sheet.png", _generate, cfg.seed)
     return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,12 @@ def plot_speed(speed: dict, path: Path) -> None:
     save_figure(fig, path, dpi=90)
 
 
-def sheet(engines: dict, clips: list[dict], path: Path, seed: int = 0) -> None:
-    """Rows: a clip's most open-mouthed frame; columns: reference, the true crop, then each engine's."""
-    from talkhead.bench.latent import _generate
+def sheet(engines: dict, clips: list[dict], path: Path, draw: Callable, seed: int = 0) -> None:
+    """Rows: a clip's most open-mouthed frame; columns: reference, the true crop, then each engine's.
+
+    ``draw(engine, clip, seed)`` makes an engine's crops of a clip (the benchmark's own generation, passed in
+    so that the plots need not import the benchmark).
+    """
     from talkhead.bench.plots import save_figure
     from talkhead.rig.spec import SPEC
 
@@ -55,7 +59,7 @@ def sheet(engines: dict, clips: list[dict], path: Path, seed: int = 0) -> None:
     for i, c in enumerate(rows):
         k = int(np.argmax(c["motion"][:, SPEC["jawOpen"]]))
         one = {**c, "motion": c["motion"][k:k + 1], "frames": c["frames"][k:k + 1]}
-        imgs = [c["reference"], c["frames"][k]] + [_generate(e, one, seed)[0] for e in engines.values()]
+        imgs = [c["reference"], c["frames"][k]] + [draw(e, one, seed)[0] for e in engines.values()]
         for j, (ax, img) in enumerate(zip(axes[i], imgs)):
             ax.imshow(img)
             ax.axis("off")

@@ -79,7 +79,7 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
 def _cmd_data_video(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.render.latent.video import video_folder
+    from talkhead.data.video import video_folder
 
     if not Path(args.src).exists():
         raise InputError(f"no such file or folder: {args.src}")
@@ -99,7 +99,7 @@ def _cmd_data_video(args: argparse.Namespace) -> None:
 def _cmd_data_faces(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.render.latent.faces import FacesConfig, render_faces
+    from talkhead.data.faces import FacesConfig, render_faces
 
     if not 32 <= args.size <= 512 or args.clips < 0 or not 1.0 <= args.framing <= 6.0:
         raise InputError("--size must be 32..512, --clips >= 0 and --framing 1..6 face widths")

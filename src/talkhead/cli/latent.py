@@ -10,7 +10,8 @@ from talkhead.errors import InputError
 
 
 def _cmd_vae(args: argparse.Namespace) -> None:
-    from talkhead.render.latent.vae import VAEConfig, train_vae
+    from talkhead.render.latent.vae import VAEConfig
+    from talkhead.train.vae import train_vae
 
     set_threads(args.threads)
     if args.steps < 1 or args.batch < 1:
@@ -24,7 +25,7 @@ def _cmd_vae(args: argparse.Namespace) -> None:
 
 
 def _train_config(args: argparse.Namespace):
-    from talkhead.render.latent.train import LatentTrainConfig
+    from talkhead.train.latent import LatentTrainConfig
 
     if min(args.steps, args.batch) < 1 or args.lr <= 0:
         raise InputError("--steps and --batch must be at least 1 and --lr positive")
@@ -34,7 +35,7 @@ def _train_config(args: argparse.Namespace):
 
 def _cmd_train(args: argparse.Namespace) -> None:
     from talkhead.render.latent.model import LatentConfig
-    from talkhead.render.latent.train import train_teacher
+    from talkhead.train.latent import train_teacher
 
     set_threads(args.threads)
     from talkhead.render.latent.geometry import CHANNELS
@@ -48,7 +49,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 
 def _cmd_distill(args: argparse.Namespace) -> None:
-    from talkhead.render.latent.train import distill_student
+    from talkhead.train.latent import distill_student
 
     set_threads(args.threads)
     r = distill_student(args.teacher, args.faces, args.out, args.to, _train_config(args), args.resume, not args.quiet)
@@ -95,7 +96,7 @@ def _common(p: argparse.ArgumentParser, steps: int, lr: float) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from talkhead.render.latent.train import LatentTrainConfig
+    from talkhead.train.latent import LatentTrainConfig
 
     d = LatentTrainConfig()
     lat = sub.add_parser("latent", help="the latent face engine: train its VAE, teacher and students; export ONNX")

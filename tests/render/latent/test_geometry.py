@@ -8,11 +8,11 @@ import torch
 from talkhead.bench.render import script_length, scripted_motion
 from talkhead.render.face import default_photo
 from talkhead.render.latent.engine import load_engine
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 from talkhead.render.latent.geometry import mouth_maps, reference_rig
 from talkhead.render.latent.model import LatentConfig
 from talkhead.render.latent.onnx import OnnxEngine, export_onnx
-from talkhead.render.latent.train import train_teacher
+from talkhead.train.latent import train_teacher
 from talkhead.render.warp import WarpRenderer
 from tiny_latent import TINY_TRAIN
 

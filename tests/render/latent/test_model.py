@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from talkhead.render.latent.model import LatentConfig, LatentNet, slerp
-from talkhead.render.latent.train import student_grid
+from talkhead.train.latent import student_grid
 
 
 def test_net_shapes_and_conditioning():

@@ -7,7 +7,7 @@ import torch
 
 from talkhead.cli import main
 from talkhead.render.latent.engine import load_engine
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 from talkhead.render.latent.onnx import OnnxEngine
 
 

@@ -26,7 +26,7 @@ from talkhead.diffusion.losses import per_sample_error, progressive_loss, progre
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, load_engine, save_engine
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 from talkhead.render.latent.model import LatentConfig
 from talkhead.render.latent.vae import load_vae
 from talkhead.train.loop import FitConfig, fit

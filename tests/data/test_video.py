@@ -9,7 +9,7 @@ import numpy as np
 
 from talkhead.cli import main
 from talkhead.metrics import pearson
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 from talkhead.rig.io import load_motion
 from talkhead.rig.spec import SPEC
 

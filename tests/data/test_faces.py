@@ -11,7 +11,7 @@ from PIL import Image
 
 from talkhead.cli import main
 from talkhead.data.corpus import load_manifest
-from talkhead.render.latent.faces import load_faces
+from talkhead.data.faces import load_faces
 
 
 def _photos(tmp_path: Path) -> list[Path]:

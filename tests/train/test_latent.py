@@ -6,8 +6,8 @@ import torch
 
 from talkhead.cli import main
 from talkhead.render.latent.engine import load_engine
-from talkhead.render.latent.faces import load_faces
-from talkhead.render.latent.train import FramePairs, TeacherObjective
+from talkhead.data.faces import load_faces
+from talkhead.train.latent import FramePairs, TeacherObjective
 
 from tiny_latent import TINY_NET, TINY_TRAIN
 
