@@ -143,3 +143,42 @@ def tiny_engine_run(tiny_vae, tiny_faces, tmp_path_factory):
     train_teacher(tiny_vae, tiny_faces, run, TINY_TRAIN, TINY_NET, progress=False)
     distill_student(run / "teacher.safetensors", tiny_faces, run, 1, TINY_TRAIN, progress=False)
     return run
+
+
+# A tiny avatar, made once per test session from a real talking-head video that the project renders
+# (the built-in photo driven by the phoneme targets of TTS speech).
+
+TINY_AVATAR_TEXT = ("Bob bought a big blue map for papa. We were away a year ago. Mama made more jam. "
+                    "Open wide and say ah, then shut your mouth.")
+
+
+@pytest.fixture(scope="session")
+def talking_video(tmp_path_factory):
+    """(an mp4 of the astronaut speaking, 256 px, with sound; its true motion [T, 58])."""
+    from talkhead.cli import main
+    from talkhead.rig.io import load_motion
+
+    root = tmp_path_factory.mktemp("avatar-video")
+    video = root / "talk.mp4"
+    assert main(["generate", "--text", TINY_AVATAR_TEXT, "--driver", "phones", "--size", "256", "-o", str(video),
+                 "--motion-out", str(root / "true.npy"), "--quiet"]) == 0
+    return video, load_motion(root / "true.npy")
+
+
+def tiny_avatar_config():
+    from talkhead.data.avatar import AvatarDataConfig
+    from talkhead.train.avatar import AvatarTrainConfig
+
+    return AvatarTrainConfig(data=AvatarDataConfig(min_seconds=3.0, fit_iters=150), vae_widths=(8, 16), vae_steps=40,
+                             vae_batch=4, vae_patch=48, widths=(8, 16, 16), teacher_steps=40, batch=4,
+                             student_steps=10, students=(1,), ship=0, base_seconds=1.0)
+
+
+@pytest.fixture(scope="session")
+def tiny_avatar(talking_video, tmp_path_factory):
+    """A trained .avatar of the talking video (tiny networks: a few seconds of training)."""
+    from talkhead.train.avatar import train_avatar
+
+    out = tmp_path_factory.mktemp("avatar") / "astronaut.avatar"
+    train_avatar([talking_video[0]], out, tiny_avatar_config(), progress=False, log=lambda *a: None)
+    return out

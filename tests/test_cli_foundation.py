@@ -79,10 +79,14 @@ def test_list_voices(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["tts", "--list-voices"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(VOICES)
+    from talkhead.audio.piper_tts import PIPER_VOICES
+
+    assert len(lines) == len(VOICES) + len(PIPER_VOICES)  # the espeak-ng table, then the Piper voices
     for name, line in zip(VOICES, lines):
         assert line.split()[0] == name and VOICES[name].sex in line.split()
         assert ("held out" in line) == (name in HELD_OUT_VOICES)
+    for name, line in zip(PIPER_VOICES, lines[len(VOICES):]):
+        assert line.split()[:3] == [name, PIPER_VOICES[name].sex, "piper"]
     assert _files(tmp_path) == set()
 
 

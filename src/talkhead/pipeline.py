@@ -73,6 +73,7 @@ class GenerateConfig:
     cadence_stride: int = 1
     renderer: str = "warp"  # see talkhead.render.RENDERERS
     latent_engine: str | None = None  # --renderer latent: a shipped engine name or a path (None: the default)
+    avatar: str | None = None  # an .avatar file (talkhead avatar train): its own frames, instead of a photo
     device: str = "cpu"
     batch: int = 32
 
@@ -197,8 +198,6 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
 
     from tqdm import tqdm
 
-    from talkhead.render import make_renderer
-    from talkhead.render.face import default_photo, load_image
     from talkhead.rig.io import save_motion
     from talkhead.util import prefetch
     from talkhead.video import write_mp4
@@ -209,9 +208,7 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
     times["model"] = time.perf_counter() - t
     t = time.perf_counter()
-    photo = load_image(cfg.image) if cfg.image else default_photo()
-    renderer = make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
-                             **cfg.renderer_options(latents_only=out is None))
+    renderer = face_renderer(cfg, latents_only=out is None)
     if latents_out and out is not None:
         renderer.recorded = []
     times["face"] = time.perf_counter() - t
@@ -245,6 +242,22 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     return {"frames": len(shown), "seconds": len(shown) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
 
 
+def face_renderer(cfg: GenerateConfig, latents_only: bool = False):
+    """The renderer a config asks for: an avatar's (its own frames), or the photo's through ``make_renderer``."""
+    from talkhead.render import make_renderer
+    from talkhead.render.face import default_photo, load_image
+
+    if cfg.avatar is not None:
+        from talkhead.render.avatar import AvatarRenderer
+
+        if cfg.image is not None:
+            raise InputError("give --image PHOTO or --avatar FILE, not both")
+        return AvatarRenderer(cfg.avatar, seed=cfg.motion.seed)
+    photo = load_image(cfg.image) if cfg.image else default_photo()
+    return make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
+                         **cfg.renderer_options(latents_only=latents_only))
+
+
 def _frames(cfg: GenerateConfig, model: MotionModel | None, renderer, speech: Speech) -> Iterator[Frame]:
     """The whole recording through the stream (model driver) or its phone targets through the frame stage."""
     if model is None:
@@ -258,6 +271,8 @@ def _check_outputs(cfg: GenerateConfig, out: str | None, latents_out: str | None
         raise InputError("give -o OUT.mp4, or --latents-out FILE.npz with --renderer latent (or both)")
     if out is not None:
         check_output(out)
+    if cfg.avatar is not None and (latents_out is not None or cfg.renderer != "warp"):
+        raise InputError("--avatar draws with the avatar's own engine: drop --renderer and --latents-out")
     if latents_out is not None:
         if cfg.renderer != "latent":
             raise InputError("--latents-out keeps the latent engine's latents: it needs --renderer latent")

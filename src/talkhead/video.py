@@ -1,7 +1,8 @@
 """Frames + speech -> .mp4 (H.264 + AAC) with PyAV, written atomically.
 
 The video is the master clock: the audio is trimmed or padded with silence to
-exactly ``n_frames / fps`` seconds, so both streams end within one frame. The
+exactly ``n_frames / fps`` seconds, so both streams end within one frame.
+Without audio (``audio=None``) the file has a video track only. The
 file appears under its name only once complete: it is written to a hidden
 temporary file in the same directory and renamed; any failure removes it.
 """
@@ -69,7 +70,7 @@ class _AudioFeed:
             self.stream.container.mux(packet)
 
 
-def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray, sample_rate: int,
+def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray | None, sample_rate: int,
             fps: int, progress: Callable[[int], None] | None) -> int:
     """Write the streams into tmp; returns the number of video frames."""
     n = 0
@@ -85,29 +86,32 @@ def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray, sample_r
                 video.width, video.height = shape[1], shape[0]
                 video.pix_fmt = "yuv420p"
                 video.options = {"preset": "veryfast", "crf": "20"}
-                feed = _AudioFeed(container, audio, sample_rate)
+                feed = _AudioFeed(container, audio, sample_rate) if audio is not None else None
             vf = av.VideoFrame.from_ndarray(f, format="rgb24")
             vf.pts = n
             for packet in video.encode(vf):
                 container.mux(packet)
             n += 1
-            feed.until(n / fps)  # interleave: audio up to the end of this frame
+            if feed is not None:
+                feed.until(n / fps)  # interleave: audio up to the end of this frame
             if progress is not None:
                 progress(n)
         if video is None:
             raise ValueError("no frames to write")
         for packet in video.encode(None):
             container.mux(packet)
-        feed.close()
+        if feed is not None:
+            feed.close()
     return n
 
 
-def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.ndarray,
-              sample_rate: int, fps: int = 25,
+def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.ndarray | None,
+              sample_rate: int = 16_000, fps: int = 25,
               progress: Callable[[int], None] | None = None) -> Path:
     """Encode frames (uint8 [H, W, 3] each) and mono float32 audio to an mp4; returns the path.
 
-    ``progress(n)`` is called after each frame with the number written so far.
+    ``audio=None``: a silent video, no audio track. ``progress(n)`` is called after each frame with
+    the number written so far.
     """
     path = Path(path)
     if sample_rate <= 0 or fps <= 0:

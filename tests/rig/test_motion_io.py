@@ -132,3 +132,44 @@ def test_plot_clip_writes_a_png(tmp_path: Path, tts_samples, motion: np.ndarray)
     with pytest.raises(ValueError):
         plot_clip(sp, motion[:, :52], tmp_path / "bad.png")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.png"]
+
+
+def _live_link_face_csv(path: Path, motion: np.ndarray, rate: int = 60, codes=None) -> None:
+    """``motion`` (25 fps) as Live Link Face writes a take: its header, timecodes, ``rate`` rows a second."""
+    t = np.arange(round(len(motion) / 25 * rate)) / rate
+    names = [n[0].upper() + n[1:] for n in SPEC.names[:52]]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Timecode", "BlendShapeCount", *names, "HeadYaw", "HeadPitch", "HeadRoll",
+                    "LeftEyeYaw", "LeftEyePitch", "LeftEyeRoll", "RightEyeYaw", "RightEyePitch", "RightEyeRoll"])
+        for k, tk in enumerate(t):
+            row = [np.interp(tk, np.arange(len(motion)) / 25, motion[:, c]) for c in range(SPEC.dim)]
+            sec, frame = divmod(k, rate)
+            code = codes[k] if codes else f"09:59:{sec:02d}:{frame:02d}.000"
+            w.writerow([code, 61, *[f"{v:.7g}" for v in row[:52]],
+                        *[f"{row[SPEC[n]]:.7g}" for n in ("yaw", "pitch", "roll")], *["0.02"] * 6])
+
+
+def test_a_live_link_face_export_is_resampled_to_25_fps(tmp_path: Path, motion: np.ndarray) -> None:
+    """Its head angles are named HeadYaw/HeadPitch/HeadRoll, it has no head translation, it records at 60 fps."""
+    path = tmp_path / "take.csv"
+    _live_link_face_csv(path, motion)
+    back = load_motion(path)
+    n = min(len(back), len(motion))
+    assert abs(len(back) - len(motion)) <= 1
+    angles = SPEC.indices(["yaw", "pitch", "roll"])
+    err = np.abs(back[:n] - motion[:n])  # 25 -> 60 -> 25 fps: linear interpolation twice, off only at kinks
+    assert err[:, :52].mean() < 0.005 and err[:, :52].max() < 0.1 and err[:, angles].max() < 0.01
+    assert np.abs(np.corrcoef(back[:n, SPEC["jawOpen"]], motion[:n, SPEC["jawOpen"]])[0, 1]) > 0.99
+    assert not back[:, SPEC.indices(["tx", "ty", "tz"])].any()  # not in the file: the head stays put
+
+
+def test_bad_live_link_face_timecodes_are_input_errors(tmp_path: Path, motion: np.ndarray) -> None:
+    m = motion[:50]
+    n = round(len(m) / 25 * 60)
+    for name, codes in {"word": ["soon"] * n,
+                        "backwards": [f"00:00:{(n - k) // 60:02d}:{(n - k) % 60:02d}" for k in range(n)],
+                        "frame_200": [f"00:00:{k // 60:02d}:{200 if k == 3 else k % 60:02d}" for k in range(n)]}.items():
+        _live_link_face_csv(tmp_path / f"{name}.csv", m, codes=codes)
+        with pytest.raises(InputError, match="timecode"):
+            load_motion(tmp_path / f"{name}.csv")

@@ -219,3 +219,28 @@ def test_a_client_can_choose_shipped_models_only(server):
         await ws.close()
 
     asyncio.run(go())
+
+
+def test_an_avatar_file_serves_its_own_frames_and_speaks(server, tiny_avatar):
+    from PIL import Image
+
+    from talkhead.render.avatar import load_avatar
+
+    status, body = _post(server, "/v1/avatars", tiny_avatar.read_bytes())
+    assert status == 200, body
+    aid = json.loads(body)["avatar"]
+    h, w = load_avatar(tiny_avatar).base.shape[1:3]
+
+    async def go():
+        ws, ready = await _open(server, avatar=aid)
+        assert ready["type"] == "ready"
+        await ws.send(json.dumps({"type": "say", "text": "Hello, this is my own face."}))
+        msgs = await _collect(ws, 8.0, until="done")
+        frames = _video(msgs)
+        assert len(frames) > 25 and any(isinstance(m, dict) and m["type"] == "done" for _, m in msgs)
+        import io
+        img = Image.open(io.BytesIO(frames[-1][2]))
+        assert img.size == (w, h)  # the person's own video frame, not a square photo crop
+        await ws.close()
+
+    asyncio.run(go())

@@ -7,7 +7,7 @@ import torch
 from talkhead.cli import main
 from talkhead.render.latent.engine import load_engine
 from talkhead.data.faces import load_faces
-from talkhead.train.latent import FramePairs, TeacherObjective
+from talkhead.train.latent import FramePairs, TeacherObjective, face_clips
 
 from tiny_latent import TINY_NET, TINY_TRAIN
 
@@ -33,7 +33,7 @@ def test_engine_files_rebuild_and_sample_deterministically(tiny_engine_run, tiny
 def test_teacher_loss_falls(tiny_vae, tiny_faces, tiny_engine_run):
     # The same fixed batches scored before and after training: the teacher learned them.
     eng = load_engine(tiny_engine_run / "teacher.safetensors")
-    data = FramePairs(eng, tiny_faces, cache=tiny_engine_run / "latents.pt")
+    data = FramePairs(eng, face_clips(tiny_faces), cache=tiny_engine_run / "latents.pt")
     objective = TeacherObjective(eng, data, TINY_TRAIN)
     fresh = type(eng.net)(eng.cfg)
 

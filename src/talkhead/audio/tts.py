@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -87,11 +89,30 @@ DEFAULT_VOICE = "us-female"
 
 
 def get_voice(name: str) -> Voice:
-    """Look a voice up by name; an unknown name is an InputError listing the choices."""
+    """Look an espeak-ng voice up by name; an unknown name is an InputError listing the choices."""
     try:
         return VOICES[name]
     except KeyError:
-        raise InputError(f"unknown voice {name!r}; choose one of: {', '.join(VOICES)}") from None
+        raise InputError(f"unknown voice {name!r}; choose one of: {', '.join(voice_names())}") from None
+
+
+def voice_names() -> list[str]:
+    """Every voice ``synthesize`` speaks: the espeak-ng table, then the neural (Piper) voices."""
+    from talkhead.audio.piper_tts import PIPER_VOICES
+
+    return [*VOICES, *PIPER_VOICES]
+
+
+def check_voice(name: object) -> str:
+    """A voice name ``synthesize`` knows, or an InputError (a Piper voice must also be installed)."""
+    from talkhead.audio.piper_tts import PIPER_VOICES, installed
+
+    if not isinstance(name, str) or name not in voice_names():
+        raise InputError(f"unknown voice {str(name)[:40]!r}; choose one of: {', '.join(voice_names())}")
+    if name in PIPER_VOICES and not installed(name):
+        raise InputError(f"voice {name!r} is not installed: pip install {PIPER_VOICES[name].package} "
+                         "'piper-tts[alignment]'")
+    return name
 
 
 def _phones_from_events(events: list[tuple[int, int, str]], n_samples: int, rate: int) -> list[Phone]:
@@ -121,6 +142,36 @@ def _merge_silences(phones: list[Phone]) -> list[Phone]:
     return out
 
 
+def to_sample_rate(wav: np.ndarray, rate: int) -> np.ndarray:
+    """Mono float32 audio at ``rate`` -> float32 at 16 kHz."""
+    from scipy.signal import resample_poly  # 0.6 s to import: only text-to-speech pays for it
+
+    wav = np.asarray(wav, np.float32)
+    if rate == SAMPLE_RATE:
+        return wav
+    g = np.gcd(SAMPLE_RATE, rate)
+    return resample_poly(wav, SAMPLE_RATE // g, rate // g).astype(np.float32)
+
+
+def _speech(wav: np.ndarray, rate: int, phones: list[Phone]) -> Speech:
+    """Engine audio and phones (seconds) -> 16 kHz Speech whose phones end exactly where the audio does."""
+    wav = to_sample_rate(wav, rate)
+    # Resampling can round the length; the phones must still tile the audio exactly.
+    end = len(wav) / SAMPLE_RATE
+    last = phones[-1]
+    phones[-1] = Phone(last.phone, min(last.start, end), end)
+    return Speech(wav=wav, sample_rate=SAMPLE_RATE, phones=phones)
+
+
+def _synthesize_piper(text: str, voice: str) -> Speech:
+    from talkhead.audio.piper_tts import synthesize_piper
+
+    check_voice(voice)
+    raw, rate, marks = synthesize_piper(text, voice)
+    # Sentences end and start on a pause: where they meet, the two are one.
+    return _speech(raw, rate, _merge_silences([Phone(p, s / rate, e / rate) for p, s, e in marks]))
+
+
 def synthesize(text: str, voice: str = DEFAULT_VOICE, *, rate: int | None = None,
                pitch: int | None = None) -> Speech:
     """Speak ``text`` with a named voice at 16 kHz; phones come from the engine's events.
@@ -129,6 +180,10 @@ def synthesize(text: str, voice: str = DEFAULT_VOICE, *, rate: int | None = None
     """
     if not text or not text.strip():
         raise InputError("text is empty")
+    if voice not in VOICES and voice in voice_names():  # a neural voice: its own speed, no pitch setting
+        if rate is not None or pitch is not None:
+            raise InputError(f"voice {voice!r} takes no rate or pitch")
+        return _synthesize_piper(text, voice)
     v = get_voice(voice)
     eng = espeak.engine()
     params = {espeak.PARAM_RATE: rate or v.rate, espeak.PARAM_PITCH: v.pitch if pitch is None else pitch,
@@ -137,13 +192,60 @@ def synthesize(text: str, voice: str = DEFAULT_VOICE, *, rate: int | None = None
     phones = _phones_from_events(events, len(raw), eng.sample_rate)
     if not any(p.phone != SILENCE for p in phones):
         raise InputError(f"text has nothing speakable: {text[:40]!r}")
-    from scipy.signal import resample_poly  # 0.6 s to import: only text-to-speech pays for it
+    return _speech(raw.astype(np.float32) / 32768.0, eng.sample_rate, phones)
 
-    wav = raw.astype(np.float32) / 32768.0
-    g = np.gcd(SAMPLE_RATE, eng.sample_rate)
-    wav = resample_poly(wav, SAMPLE_RATE // g, eng.sample_rate // g).astype(np.float32)
-    # Resampling can round the length; the phones must still tile the audio exactly.
-    end = len(wav) / SAMPLE_RATE
-    last = phones[-1]
-    phones[-1] = Phone(last.phone, min(last.start, end), end)
-    return Speech(wav=wav, sample_rate=SAMPLE_RATE, phones=phones)
+
+# A sentence ends at . ! ? or … (closing quotes and brackets stay with it) before white space.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
+# Where the word before a full stop is one of these (or a single letter), the stop is no sentence end.
+_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "jr", "sr", "no", "mt"}
+
+
+def split_sentences(text: str, max_chars: int = 400) -> list[str]:
+    """Text -> its sentences, each at most ``max_chars`` (a longer one is cut at a comma or a space)."""
+    if max_chars < 20:
+        raise InputError(f"max_chars must be at least 20, got {max_chars}")
+    pieces, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        words = text[start:m.start()].rstrip("\"'”’)]").split()
+        last = words[-1].rstrip(".").lower() if words else ""
+        if text[m.start() - 1] == "." and (last in _ABBREVIATIONS or len(last) == 1):
+            continue
+        pieces.append(text[start:m.end()])
+        start = m.end()
+    pieces.append(text[start:])
+    return [cut for p in pieces if p.strip() for cut in _cut(" ".join(p.split()), max_chars)]
+
+
+def _cut(sentence: str, max_chars: int) -> list[str]:
+    out = []
+    while len(sentence) > max_chars:
+        head = sentence[:max_chars]
+        at = max(head.rfind(c) for c in ",;:")  # a clause boundary, else the last space, else anywhere
+        at = at + 1 if at > max_chars // 3 else (head.rfind(" ") if head.rfind(" ") > 0 else max_chars)
+        out.append(sentence[:at].strip())
+        sentence = sentence[at:].strip()
+    return [*out, sentence] if sentence else out
+
+
+def speak_stream(text: str, voice: str = DEFAULT_VOICE, max_chars: int = 400) -> Iterator[Speech]:
+    """Speak a long text sentence by sentence: each Speech as soon as it is made, phones timed from its start.
+
+    A live face can start on the first sentence while the rest is still being synthesised. A sentence
+    with nothing speakable in it (a lone "..." or "--") is skipped; a text with none at all is an InputError.
+    """
+    if not text or not text.strip():
+        raise InputError("text is empty")
+    check_voice(voice)
+    spoken = 0
+    for sentence in split_sentences(text, max_chars):
+        try:
+            speech = synthesize(sentence, voice)
+        except InputError:
+            if not any(ch.isalnum() for ch in sentence):
+                continue  # punctuation only: nothing to say
+            raise
+        spoken += 1
+        yield speech
+    if not spoken:
+        raise InputError(f"text has nothing speakable: {text[:40]!r}")

@@ -23,10 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands() -> list:
     # One module per command family; imports stay light until a command runs.
-    from talkhead.cli import bench, data, generate, latent, motion, serve, train
+    from talkhead.cli import avatar, batch, bench, data, generate, latent, motion, render, serve, train
 
     return [data.register, generate.register, train.register, motion.register, bench.register, serve.register,
-            latent.register]
+            latent.register, render.register, avatar.register, batch.register]
 
 
 def main(argv: list[str] | None = None) -> int:

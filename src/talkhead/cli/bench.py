@@ -34,6 +34,18 @@ def _cmd_bench_latent(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'latent.json'}, latent.png and latent_sheet.png")
 
 
+def _cmd_bench_avatar(args: argparse.Namespace) -> None:
+    from talkhead.bench.avatar import AvatarBenchConfig, run_avatar_bench
+    from talkhead.cli.common import set_threads
+
+    set_threads(args.threads)
+    if not Path(args.videos).is_dir():
+        raise InputError(f"no such folder of videos: {args.videos} (see shared/data/videos/README.md)")
+    cfg = AvatarBenchConfig(videos=args.videos, pairs=tuple(args.pairs), work=args.work)
+    run_avatar_bench(args.out, cfg, progress=not args.quiet)
+    print(f"wrote {Path(args.out) / 'avatar.json'}, avatar.png and avatar_sheet.png")
+
+
 def _cmd_bench_compare(args: argparse.Namespace) -> None:
     from talkhead.bench.compare import CompareConfig, parse_entry, run_compare
 
@@ -138,6 +150,19 @@ def _register_speech(bsub: argparse._SubParsersAction) -> None:
     rs.add_argument("--quiet", action="store_true")
     rs.add_argument("--out", required=True)
     rs.set_defaults(func=_cmd_bench_real)
+    vo = bsub.add_parser("voices", help="TTS voices on the same sentences: speed, lip sync, phone timing, word errors")
+    vo.add_argument("--voices", nargs="+", default=None, help="voice names (default: joe us-female us-male gb-male)")
+    vo.add_argument("--model", default=None, help="motion model (default: the default one)")
+    vo.add_argument("--out", required=True)
+    vo.set_defaults(func=_cmd_bench_voices)
+
+
+def _cmd_bench_voices(args: argparse.Namespace) -> None:
+    from talkhead.bench.voices import VoicesBenchConfig, run_voices_bench
+
+    cfg = VoicesBenchConfig(model=args.model, **({"voices": tuple(args.voices)} if args.voices else {}))
+    run_voices_bench(args.out, cfg)
+    print(f"wrote {Path(args.out) / 'voices.json'} and {Path(args.out) / 'voices.png'}")
 
 
 def _register_live(bsub: argparse._SubParsersAction) -> None:
@@ -157,10 +182,34 @@ def _register_live(bsub: argparse._SubParsersAction) -> None:
     sv.set_defaults(func=_cmd_bench_serve)
 
 
+def _cmd_bench_batch(args: argparse.Namespace) -> None:
+    from talkhead.bench.batch import BatchBenchConfig, run_batch_bench
+
+    if args.jobs is not None and args.jobs < 2:
+        raise InputError(f"--jobs must be at least 2, got {args.jobs}")
+    given = {k: v for k, v in (("jobs", args.jobs), ("size", args.size)) if v is not None}  # else the config's
+    r = run_batch_bench(args.out, BatchBenchConfig(**given, ray=not args.no_ray))
+    for row in r["rows"]:
+        print(f"{row['backend']:>5s} x{row['workers']}: {row['jobs_per_min']} jobs/min (start-up {row['startup_s']} s, "
+              f"median job {row['job_s_median']} s)")
+    print(", ".join(f"{k} {v}x" for k, v in r["ratios"].items()) + f"; wrote {Path(args.out) / 'batch.json'} and batch.png")
+
+
+def _register_batch(bsub: argparse._SubParsersAction) -> None:
+    """``bench batch``: talkhead batch's jobs per minute, 1 and 2 workers, local and on Ray."""
+    bt = bsub.add_parser("batch", help="talkhead batch: jobs/min on 1 and 2 workers, local processes and Ray")
+    bt.add_argument("--out", required=True)
+    bt.add_argument("--jobs", type=int, default=None, help="one-sentence text jobs (default 8)")
+    bt.add_argument("--size", type=size_arg, default=None, help="N or WIDTHxHEIGHT (default 256)")
+    bt.add_argument("--no-ray", action="store_true", help="the local pool only")
+    bt.set_defaults(func=_cmd_bench_batch)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="benchmarks (JSON + plot)")
     bsub = b.add_subparsers(dest="bench_command", required=True)
     _register_live(bsub)
+    _register_batch(bsub)
     m = bsub.add_parser("motion", help="sampler/student Pareto table on a fixed 165-frame held-out clip")
     m.add_argument("--data", default="corpus/main", help="corpus whose held-out voices score lip sync")
     m.add_argument("--out", required=True)
@@ -205,6 +254,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     lt.add_argument("--no-onnx", action="store_true", help="time torch only")
     lt.add_argument("--beside", default="latent-student-4", help="engine timed at 512 px beside the warp renderer")
     lt.set_defaults(func=_cmd_bench_latent)
+    av = bsub.add_parser("avatar", help="avatars learnt from real video re-enacting held-out video, beside warp and retrieval")
+    av.add_argument("--out", required=True, help="folder: avatar.json, avatar.png, avatar_sheet.png")
+    av.add_argument("--work", default="runs/avatar-bench", help="where the avatars are trained (resumes)")
+    av.add_argument("--videos", default="../shared/data/videos", help="the real videos (shared/data/videos)")
+    av.add_argument("--pairs", nargs="+", choices=["cap12", "pexels"], default=["cap12", "pexels"])
+    av.add_argument("--threads", type=int, default=2)
+    av.add_argument("--quiet", action="store_true")
+    av.set_defaults(func=_cmd_bench_avatar)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")

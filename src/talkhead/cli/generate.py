@@ -47,7 +47,7 @@ def _cmd_generate(args: argparse.Namespace) -> None:
     cfg = GenerateConfig(image=args.image, audio=args.audio, text=args.text, transcript=args.transcript,
                          voice=args.voice, motion=motion,
                          size=args.size, cadence_stride=args.cadence_stride, renderer=args.renderer,
-                         latent_engine=args.latent_engine, device=args.device)
+                         latent_engine=args.latent_engine, avatar=args.avatar, device=args.device)
     info = generate(cfg, args.out, motion_out=args.motion_out, progress=not args.quiet, latents_out=args.latents_out)
     wrote = " and ".join(p for p in (args.out, args.latents_out) if p)
     print(f"wrote {wrote}: {info['frames']} frames, {info['seconds']:.2f} s")
@@ -65,6 +65,8 @@ def _cmd_decode(args: argparse.Namespace) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="make a talking-head video (mp4) from a photo and speech")
     g.add_argument("--image", help="face photo (default: the astronaut from scikit-image)")
+    g.add_argument("--avatar", help="an .avatar file (talkhead avatar train): the person's own frames, lower face redrawn; "
+                                    "frames at the video's own size (--size is ignored)")
     add_speech_args(g)
     g.add_argument("-o", "--out", help="output .mp4 (optional with --latents-out)")
     g.add_argument("--model", default=None, help="motion model (talkhead models); default: the best shipped")

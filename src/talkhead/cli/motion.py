@@ -20,8 +20,11 @@ def _cmd_motion(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.suffix not in (".csv", ".npy"):
         raise InputError(f"output must end in .csv or .npy: {out}")
+    if args.from_video is not None:
+        _motion_from_video(args, out)
+        return
     if (args.audio is None) == (args.text is None):
-        raise InputError("give exactly one of --audio FILE or --text TEXT")
+        raise InputError("give exactly one of --audio FILE, --text TEXT or --from-video VIDEO")
     driver = driver_arg(args)
     speech = synthesize(args.text, args.voice) if args.text else speech_from_recording(load_audio(args.audio), args.transcript)
     cfg = MotionConfig(model=args.model, steps=args.steps, sampler=args.sampler, seed=args.seed,
@@ -29,6 +32,27 @@ def _cmd_motion(args: argparse.Namespace) -> None:
     motion = motion_from_speech(speech, cfg)
     save_motion(out, motion)
     print(f"wrote {out}: {len(motion)} frames at 25 fps ({len(motion) / 25:.2f} s)")
+
+
+def _motion_from_video(args: argparse.Namespace, out: Path) -> None:
+    """``--from-video``: the motion fitted to the video's face, frame by frame (notes on stderr)."""
+    import sys
+
+    from talkhead.data.video import VideoConfig, capture
+    from talkhead.rig.io import save_motion
+    from talkhead.util import check_writable
+
+    speech = {"--audio": args.audio, "--text": args.text, "--transcript": args.transcript, "--driver": args.driver}
+    given = [flag for flag, value in speech.items() if value]
+    if given:
+        raise InputError(f"--from-video takes the motion from the video: drop {' and '.join(given)}")
+    check_writable(out)  # before the slow part
+    got = capture(args.from_video, VideoConfig(), progress=not args.quiet,
+                  say=lambda msg: print(f"talkhead: {msg}", file=sys.stderr))
+    save_motion(out, got["motion"])
+    n, lost = len(got["motion"]), sum(b - a + 1 for a, b in got["lost"])
+    print(f"wrote {out}: {n} frames at 25 fps ({n / 25:.2f} s), fitted to the face in {n - lost} "
+          f"(lost in {lost})")
 
 
 def _cmd_models(args: argparse.Namespace) -> None:
@@ -107,10 +131,16 @@ def _sampling_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    m = sub.add_parser("motion", help="speech -> 58-channel motion CSV (ARKit blendshapes + head pose, 25 fps)")
+    m = sub.add_parser("motion", help="speech, or a face video, -> 58-channel motion CSV "
+                                      "(ARKit blendshapes + head pose, 25 fps)")
     add_speech_args(m)
+    m.add_argument("--from-video", metavar="VIDEO",
+                   help="instead of speech: the motion of the face in this video (any container or frame "
+                        "rate, audio not needed), fitted frame by frame; frames where the face is lost are "
+                        "filled from either side and listed")
     m.add_argument("-o", "--out", required=True, help="output .csv (Live Link Face style) or .npy")
     m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
     _sampling_args(m)
     m.set_defaults(func=_cmd_motion)
 

@@ -7,6 +7,9 @@ each frame's blendshapes and head pose are those whose projected points best mat
 around the first frame's face, so a clip's crops, motion, audio and reference (its first crop) form
 one shard in the same folder format (``load_faces`` reads it). A video without audio or without a
 face is skipped and listed; a face lost mid-clip ends the clip there (kept if at least a second long).
+
+``capture`` (``talkhead motion --from-video``) is the same fit for any face video, silent or not: the
+motion of every frame, frames where the face is lost filled from either side and listed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,23 +40,61 @@ class VideoConfig:
     reg: float = 1e-3  # L2 pull of the blendshapes toward 0, against fitting landmark noise
 
 
-def read_frames(path: Path, fps: int = 25) -> np.ndarray:
-    """The video's frames resampled to ``fps`` (nearest earlier frame), uint8 [T, H, W, 3]."""
+def iter_frames(path: str | Path, fps: int = 25) -> Iterator[np.ndarray]:
+    """The video's frames resampled to ``fps`` (each time takes the nearest earlier frame), uint8 [H, W, 3]
+    one at a time, so a long video is never held whole, and upright (a display rotation applied). Any
+    container and frame rate PyAV decodes; the audio is not looked at. A missing, corrupt or frameless
+    file is an InputError naming it."""
     import av
 
-    out, times = [], []
-    with av.open(str(path)) as c:
-        if not c.streams.video:
-            raise InputError(f"{path.name} has no video track")
-        for f in c.decode(video=0):
-            times.append(float(f.time or 0.0))
-            out.append(f.to_ndarray(format="rgb24"))
-    if not out:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such video: {path}")
+    step, k, prev, t_prev = 1.0 / fps, 0, None, 0.0
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video:
+                raise InputError(f"{path.name} has no video track")
+            for f in c.decode(video=0):
+                t = float(f.time or 0.0)
+                while prev is not None and k * step < t - 1e-6:  # times before this frame show the previous one
+                    yield prev
+                    k += 1
+                prev, t_prev = _upright(f), t
+    except InputError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as e:  # not a video, or broken part-way
+        raise InputError(f"cannot read video {path.name}: {e}") from None
+    if prev is None:
         raise InputError(f"{path.name} has no frames")
-    t = np.asarray(times)
-    want = np.arange(0.0, t[-1] + 0.5 / fps, 1.0 / fps)
-    idx = np.clip(np.searchsorted(t, want + 1e-6, side="right") - 1, 0, len(out) - 1)
-    return np.stack([out[i] for i in idx])
+    while k * step < t_prev + 0.5 * step:  # the last frame lasts half a step, as the frames before it
+        yield prev
+        k += 1
+
+
+def _upright(frame) -> np.ndarray:
+    """A decoded frame as shown: a phone's portrait video is stored on its side with a display rotation."""
+    img = frame.to_ndarray(format="rgb24")
+    quarter = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # counter-clockwise, as np.rot90 turns
+    return np.ascontiguousarray(np.rot90(img, quarter)) if quarter else img
+
+
+def read_frames(path: Path, fps: int = 25) -> np.ndarray:
+    """The video's frames resampled to ``fps`` (nearest earlier frame), uint8 [T, H, W, 3]."""
+    return np.stack(list(iter_frames(path, fps)))
+
+
+def frame_estimate(path: str | Path, fps: int = 25) -> int | None:
+    """How many frames ``iter_frames`` will yield, from the container's duration (for a progress bar)."""
+    import av
+
+    try:
+        with av.open(str(path)) as c:
+            v = c.streams.video[0]
+            secs = float(v.duration * v.time_base) if v.duration else (c.duration or 0) / 1e6
+    except (av.error.FFmpegError, OSError, ValueError, IndexError):
+        return None
+    return round(secs * fps) or None
 
 
 def landmarks(frames: np.ndarray, name: str) -> list[np.ndarray]:
@@ -70,6 +112,17 @@ def landmarks(frames: np.ndarray, name: str) -> list[np.ndarray]:
 
 def fit_motion(points: np.ndarray, cfg: VideoConfig = VideoConfig()) -> np.ndarray:
     """Motion [T, 58] whose rig points (the rig of frame 0) reproject onto landmarks [T, 68, 2]."""
+    # The tensors are small ([T, 73, 3]): one thread is as fast as any on an idle machine, and on a busy
+    # one a second thread waiting for its core made a 765-frame fit 4-20x slower (measured on 2 cores).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _fit(points, cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(points: np.ndarray, cfg: VideoConfig) -> np.ndarray:
     from talkhead.render.template import N_LANDMARKS, fit_rig, project_points
     from talkhead.rig.spec import SPEC
 
@@ -140,3 +193,86 @@ def video_folder(src: str | Path, out: str | Path, cfg: VideoConfig = VideoConfi
     report = {"config": asdict(cfg), "kept": [r["photo_name"] for r in rows], "skipped": skipped}
     atomic_write(out / "report.json", json.dumps(report, indent=1).encode())
     return report
+
+
+def capture(path: str | Path, cfg: VideoConfig = VideoConfig(), progress: bool = False,
+            say: Callable[[str], None] | None = None) -> dict:
+    """A face video -> its motion: {"motion" [T, 58] float32 at ``cfg.fps``, "lost" [(first, last), ...],
+    "faces" (the most faces seen in one frame), "size" (width, height)}.
+
+    Any container, frame rate or size PyAV reads; no audio is needed. Where a frame shows several faces
+    the largest is taken, then followed from frame to frame (the detection overlapping the last one).
+    Frames where no face is found (numbered from 0) are listed in ``lost`` and filled from the motion
+    either side: interpolated between the neighbours, held before the first face and after the last.
+    The rig is fitted to the first frame with a face (its neutral), as ``video_clip`` does. ``say``
+    gets each note (several faces, lost frames) once. A video with no face at all is an InputError.
+    """
+    path = Path(path)
+    say = say or (lambda _msg: None)
+    pts, found, n, info = _track_face(path, cfg.fps, progress)
+    if not found:
+        raise InputError(f"no face found in any of the {n} frames of {path.name}")
+    if info["faces"] > 1:
+        say(f"{info['faces']} faces in frame {info['several_at']} of {path.name}: following the largest")
+    fitted = fit_motion(np.stack(pts), cfg)
+    idx = np.arange(n)
+    motion = np.stack([np.interp(idx, found, fitted[:, c]) for c in range(fitted.shape[1])], 1)
+    lost = _stretches(np.setdiff1d(idx, found))
+    if lost:
+        where = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in lost)
+        say(f"face lost in frames {where} of {path.name} ({n - len(found)} of {n}): "
+            "filled from the motion either side")
+    return {"motion": motion.astype(np.float32), "lost": lost, "faces": info["faces"], "size": info["size"]}
+
+
+def _track_face(path: Path, fps: int, progress: bool) -> tuple[list[np.ndarray], list[int], int, dict]:
+    """Landmarks [68, 2] of the followed face in each frame that has one, those frames' numbers, the
+    number of frames, and {"faces": most in one frame, "several_at": first frame with more, "size"}."""
+    from tqdm import tqdm
+
+    from talkhead.render.face import detect_faces
+
+    pts, found, last, info = [], [], None, {"faces": 0, "several_at": None, "size": None}
+    bar = tqdm(total=frame_estimate(path, fps), unit="frame", desc="landmarks", disable=not progress)
+    n = 0
+    for n, frame in enumerate(iter_frames(path, fps), 1):
+        info["size"] = info["size"] or (frame.shape[1], frame.shape[0])
+        faces = detect_faces(frame, f"{path.name} frame {n - 1}")
+        if len(faces) > max(1, info["faces"]) and info["several_at"] is None:
+            info["several_at"] = n - 1
+        info["faces"] = max(info["faces"], len(faces))
+        if faces:
+            last = _follow(faces, last)
+            pts.append(last.landmarks)
+            found.append(n - 1)
+        bar.update(1)
+    bar.close()
+    return pts, found, n, info
+
+
+def _follow(faces: list, last):
+    """The face to follow: the one overlapping the last followed face most, else the largest (first)."""
+    if last is None or len(faces) == 1:
+        return faces[0]
+    overlap = [_iou(f.box, last.box) for f in faces]
+    best = int(np.argmax(overlap))
+    return faces[best] if overlap[best] > 0.3 else faces[0]
+
+
+def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    """Intersection over union of two boxes (x0, y0, x1, y1)."""
+    w = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+def _stretches(frames: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted frame numbers -> runs of consecutive ones as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for f in (int(v) for v in frames):
+        if runs and f == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], f)
+        else:
+            runs.append((f, f))
+    return runs

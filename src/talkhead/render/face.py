@@ -111,10 +111,16 @@ def load_image(path: str | Path) -> np.ndarray:
 
 def _pick_face(rects, scores):
     """The largest detection; near-ties in size go to the higher score."""
+    return rects[_face_order(rects, scores)[0]]
+
+
+def _face_order(rects, scores) -> list[int]:
+    """Detections in the order they are preferred: the near-largest by score, then the rest by size."""
     areas = np.array([r.width() * r.height() for r in rects], dtype=np.float64)
     big = areas >= _SIZE_TIE * areas.max()
-    order = sorted(np.flatnonzero(big), key=lambda i: -scores[i])
-    return rects[order[0]]
+    first = sorted(np.flatnonzero(big), key=lambda i: -scores[i])
+    rest = sorted(np.flatnonzero(~big), key=lambda i: -areas[i])
+    return [int(i) for i in first + rest]
 
 
 def registration_cache() -> Path | None:
@@ -168,10 +174,25 @@ def detect_face(image: np.ndarray, name: str = "photo", max_side: int = DETECT_M
     return face
 
 
-def _register(img: np.ndarray, name: str, max_side: int) -> Face:
+def detect_faces(image: np.ndarray, name: str = "photo", max_side: int = DETECT_MAX_SIDE) -> list[Face]:
+    """Every face in an RGB image, the one ``detect_face`` registers first (the largest), then the others
+    by size; [] when there is none. For video frames, where a second face must be noticed, not refused."""
+    img = as_rgb(image, name)
+    _, predictor = _models()
+    rects, scores = _detections(img, max_side)
+    faces = []
+    for i in (_face_order(rects, scores) if rects else []):
+        pts = np.array([[p.x, p.y] for p in predictor(img, rects[i]).parts()], dtype=np.float32)
+        r = rects[i]
+        faces.append(Face(landmarks=pts, box=(r.left(), r.top(), r.right(), r.bottom())))
+    return faces
+
+
+def _detections(img: np.ndarray, max_side: int) -> tuple[list, list]:
+    """dlib's detections (boxes at full resolution) and their scores; searched at most ``max_side`` wide."""
     import dlib
 
-    detector, predictor = _models()
+    detector, _ = _models()
     h, w = img.shape[:2]
     scale = min(1.0, max_side / max(h, w))
     small = img
@@ -180,14 +201,21 @@ def _register(img: np.ndarray, name: str, max_side: int) -> Face:
 
         small = np.asarray(Image.fromarray(img).resize(
             (max(1, round(w * scale)), max(1, round(h * scale))), Image.BILINEAR))
+    # One upsampling: dlib's detector window is 80 px, so faces down to ~40 px are found.
     rects, scores, _ = detector.run(small, 1, 0.0)
-    if len(rects) == 0:
-        raise InputError(f"no face found in {name}")
-    r = _pick_face(list(rects), list(scores))
     # The predictor samples pixels rather than scanning, so running it on the
     # full-resolution image costs the same and gives sharper landmarks.
-    full = dlib.rectangle(int(r.left() / scale), int(r.top() / scale),
-                          int(r.right() / scale), int(r.bottom() / scale))
+    full = [dlib.rectangle(int(r.left() / scale), int(r.top() / scale), int(r.right() / scale),
+                           int(r.bottom() / scale)) for r in rects]
+    return full, list(scores)
+
+
+def _register(img: np.ndarray, name: str, max_side: int) -> Face:
+    _, predictor = _models()
+    rects, scores = _detections(img, max_side)
+    if not rects:
+        raise InputError(f"no face found in {name}")
+    full = _pick_face(rects, scores)
     shape = predictor(img, full)
     pts = np.array([[p.x, p.y] for p in shape.parts()], dtype=np.float32)
     box = (full.left(), full.top(), full.right(), full.bottom())

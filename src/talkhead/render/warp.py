@@ -12,11 +12,15 @@ paste the crop into the unmoved frame.
 
 Output frames are ``width x height`` (even sides, square by default): the photo's
 rectangle of that aspect, ``framing`` face widths across its short side and centred
-on the face (smaller if the photo is), resized.
+on the face (smaller if the photo is), resized. ``full_frame=True`` keeps the whole
+photo instead: with ``size=None`` at its own size and coordinates (a photo with an odd
+side loses its last column or row, as H.264 needs even sides), else the largest rectangle
+of ``size``'s aspect, centred on the face as far as the photo allows, resized.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -142,11 +146,19 @@ def _window(center: torch.Tensor, h: int, w: int, hc: int, wc: int
 
 
 class WarpRenderer:
-    """Animate one photo: motion [T, 58] -> frames uint8 [T, H, W, 3]; ``size`` is W = H or (W, H)."""
+    """Animate one photo: motion [T, 58] -> frames uint8 [T, H, W, 3]; ``size`` is W = H or (W, H), or None
+    for the photo's own; ``full_frame``: the frame shows the whole photo, not ``framing`` face widths."""
 
-    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] = 512, device: str | torch.device = "cpu",
-                 framing: float = 4.0, grid: int = 48, name: str = "photo") -> None:
+    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] | None = 512,
+                 device: str | torch.device = "cpu", framing: float = 4.0, grid: int = 48, name: str = "photo",
+                 full_frame: bool = False) -> None:
         photo = as_rgb(photo, name)
+        if full_frame:  # the whole photo: no face-sized window (framing), only the output's aspect bounds it
+            framing = math.inf
+            if size is None:  # its own size: even sides by dropping an odd last column/row, nothing resampled
+                photo = photo[: photo.shape[0] // 2 * 2, : photo.shape[1] // 2 * 2]
+        if size is None:
+            size = (photo.shape[1], photo.shape[0])
         self.size = frame_size(size)
         self.device = torch.device(device)
         self.face = detect_face(photo, name, cache=True)

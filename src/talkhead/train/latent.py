@@ -28,7 +28,7 @@ from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, load_engine, save_engine
 from talkhead.data.faces import load_faces
 from talkhead.render.latent.model import LatentConfig
-from talkhead.render.latent.vae import load_vae
+from talkhead.render.latent.vae import FaceVAE, load_vae
 from talkhead.train.loop import FitConfig, fit
 from talkhead.util import atomic_write
 
@@ -49,13 +49,23 @@ class LatentTrainConfig:
     distill_lr: float = 3e-4
 
 
-class FramePairs:
-    """Training frames as normalised latents, with motion and each clip's reference latent."""
+def face_clips(faces: str | Path, split: str = "train") -> list[dict]:
+    """The crops of a ``data faces`` / ``data video`` folder as training clips (a named error if none)."""
+    clips = load_faces(faces, split)
+    if not clips:
+        raise InputError(f"{faces} has no {split} face crops")
+    return clips
 
-    def __init__(self, engine: LatentEngine, faces: str | Path, split: str = "train", cache: Path | None = None):
-        clips = load_faces(faces, split)
-        if not clips:
-            raise InputError(f"{faces} has no {split} face crops")
+
+class FramePairs:
+    """Training frames as normalised latents, with motion and each clip's reference latent.
+
+    A clip is a dict with ``frames`` uint8 [n, S, S, 3], ``motion`` [n, 58] and ``reference`` [S, S, 3];
+    optionally ``maps`` (its mouth maps [n, G, h, w]) and ``context`` (uint8 [n, S, S, 3]: the frames an
+    avatar engine sees around what it draws, encoded as latents here).
+    """
+
+    def __init__(self, engine: LatentEngine, clips: list[dict], cache: Path | None = None):
         self.frames = np.concatenate([c["frames"] for c in clips])
         motion = np.concatenate([c["motion"] for c in clips]).astype(np.float32)
         self.motion = torch.from_numpy(motion)
@@ -65,30 +75,35 @@ class FramePairs:
         self.first = torch.from_numpy(np.concatenate([s + np.arange(n - 1) for s, n in zip(starts, lengths)]))
         self.clip_of = torch.from_numpy(np.repeat(np.arange(len(clips)), lengths))
         self.refs_raw = np.stack([c["reference"] for c in clips])
-        self.latents = self._encode(engine, cache)
+        context = np.concatenate([c["context"] for c in clips]) if engine.cfg.context else None
+        self.latents, self.context = self._encode(engine, cache, context)
         self.references = _encode_all(engine, self.refs_raw)
         self.maps = None
         if engine.cfg.geometry:  # each clip's mouth, drawn on its own reference's rig
             from talkhead.render.latent.geometry import reference_rig
 
-            maps = [engine.maps({"rig": reference_rig(c["reference"])}, c["motion"]) for c in clips]
+            maps = [c["maps"] if "maps" in c else engine.maps({"rig": reference_rig(c["reference"])}, c["motion"])
+                    for c in clips]
             self.maps = torch.cat(maps)
 
-    def _encode(self, engine: LatentEngine, cache: Path | None) -> Tensor:
+    def _encode(self, engine: LatentEngine, cache: Path | None, context: np.ndarray | None) -> tuple[Tensor, Tensor | None]:
         # Encoding every crop takes minutes: a resumed run (or a student's) reuses it when the VAE,
         # the statistics and the crops are the same ones.
         key = fingerprint([*engine.vae.state_dict().values(), engine.lat_mean, engine.lat_std,
-                           torch.from_numpy(self.frames[::97].copy())])
+                           torch.from_numpy(self.frames[::97].copy())]
+                          + ([torch.from_numpy(context[::97].copy())] if context is not None else []))
         if cache is not None and cache.is_file():
             stored = torch.load(cache)
             if stored.get("key") == key:
-                return stored["z"].float()
+                ctx = stored.get("context")
+                return stored["z"].float(), ctx.float() if ctx is not None else None
         z = _encode_all(engine, self.frames)
+        ctx = _encode_all(engine, context) if context is not None else None
         if cache is not None:
             buf = io.BytesIO()
-            torch.save({"key": key, "z": z.half()}, buf)
+            torch.save({"key": key, "z": z.half(), "context": ctx.half() if ctx is not None else None}, buf)
             atomic_write(cache, buf.getvalue())
-        return z
+        return z, ctx
 
     def sample(self, batch: int, gen: torch.Generator) -> dict[str, Tensor]:
         i = self.first[torch.randint(0, len(self.first), (batch,), generator=gen)]
@@ -97,6 +112,8 @@ class FramePairs:
                "index": pair}
         if self.maps is not None:
             out["geometry"] = self.maps[pair]
+        if self.context is not None:
+            out["context"] = self.context[pair]
         return out
 
 
@@ -117,8 +134,9 @@ def _diffusion_pairs(engine: LatentEngine, b: dict[str, Tensor]) -> Tensor:
 def _pair_cond(engine: LatentEngine, b: dict[str, Tensor]) -> dict[str, Tensor]:
     ref = b["reference"][:, None].expand(-1, 2, -1, -1, -1)
     out = {"reference": _flat(ref), "motion": (_flat(b["motion"]) - engine.mot_mean) / engine.mot_std}
-    if "geometry" in b:
-        out["geometry"] = _flat(b["geometry"])
+    for k in ("geometry", "context"):
+        if k in b:
+            out[k] = _flat(b[k])
     return out
 
 
@@ -160,10 +178,10 @@ class TeacherObjective:
         return (eng.decode_float(x0_hat) - target).abs().mean()
 
 
-def new_engine(vae_path: str | Path, faces: str | Path, cfg: LatentConfig = LatentConfig()) -> tuple[LatentEngine, dict]:
-    """An untrained engine on a trained VAE, with latent and motion statistics from the training crops."""
-    engine = LatentEngine(load_vae(vae_path), cfg)  # unit statistics: encode() gives the VAE's raw latents
-    clips = load_faces(faces, "train")[::4]
+def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig = LatentConfig()) -> tuple[LatentEngine, dict]:
+    """An untrained engine on a trained VAE, with latent and motion statistics from the training clips."""
+    engine = LatentEngine(vae if isinstance(vae, FaceVAE) else load_vae(vae), cfg)  # unit statistics: raw latents
+    clips = clips[::4]  # a quarter of the clips, every 5th frame: enough for the statistics
     z = _encode_all(engine, np.concatenate([c["frames"][::5] for c in clips]))
     refs = _encode_all(engine, np.stack([c["reference"] for c in clips]))
     per_clip = torch.repeat_interleave(torch.arange(len(clips)), torch.tensor([len(c["frames"][::5]) for c in clips]))
@@ -175,17 +193,25 @@ def new_engine(vae_path: str | Path, faces: str | Path, cfg: LatentConfig = Late
     return LatentEngine(engine.vae, cfg, stats), stats
 
 
-def train_teacher(vae_path: str | Path, faces: str | Path, out: str | Path, cfg: LatentTrainConfig = LatentTrainConfig(),
-                  net: LatentConfig = LatentConfig(), resume: bool = False, progress: bool = True) -> dict:
-    """Train the noise-predicting teacher; writes ``teacher.safetensors`` (a whole engine) in ``out``."""
+def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict], out: str | Path,
+                  cfg: LatentTrainConfig = LatentTrainConfig(), net: LatentConfig = LatentConfig(), resume: bool = False,
+                  progress: bool = True, timesteps: list[int] | None = None) -> dict:
+    """Train the noise-predicting teacher; writes ``teacher.safetensors`` (a whole engine) in ``out``.
+
+    ``faces``: a crops folder or the clips themselves (``FramePairs``); ``timesteps``: the teacher's DDIM grid
+    (default 50 steps), which its students distil.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     state = out / "teacher.state.pt"
     if state.exists() and not resume:
         raise InputError(f"{out} already holds a teacher run; pass --resume to continue it or choose a new --out")
     torch.manual_seed(cfg.seed)
-    engine, _ = new_engine(vae_path, faces, net)
-    data = FramePairs(engine, faces, cache=out / "latents.pt")
+    clips = faces if isinstance(faces, list) else face_clips(faces)
+    engine, stats = new_engine(vae_path, clips, net)
+    if timesteps is not None:
+        engine = LatentEngine(engine.vae, net, stats, timesteps)
+    data = FramePairs(engine, clips, cache=out / "latents.pt")
     t0 = time.time()
     fit_cfg = FitConfig(steps=cfg.steps, lr=cfg.lr, warmup=min(200, cfg.steps // 10), ema=0.999, ema_warmup=True,
                         seed=cfg.seed, ckpt_every=250)
@@ -193,7 +219,7 @@ def train_teacher(vae_path: str | Path, faces: str | Path, out: str | Path, cfg:
     def save(step: int, loss: float, avg: nn.Module) -> None:
         engine.net.load_state_dict(avg.state_dict())
         save_engine(out / "teacher.safetensors", engine, {"train": {
-            "faces": str(faces), "objective": "teacher", "step": step, **asdict(cfg), "pairs": len(data.first),
+            "faces": _source(faces), "objective": "teacher", "step": step, **asdict(cfg), "pairs": len(data.first),
             "wall_s": round(time.time() - t0, 1)}})
 
     result = fit(engine.net, TeacherObjective(engine, data, cfg), fit_cfg, state, on_checkpoint=save,
@@ -240,7 +266,11 @@ def student_grid(teacher_steps: list[int], k: int) -> tuple[list[int], list[list
     return [full[a] for a in bounds[:-1]], [full[a:b + 1] for a, b in zip(bounds, bounds[1:])]
 
 
-def distill_student(teacher_path: str | Path, faces: str | Path, out: str | Path, k: int,
+def _source(faces: str | Path | list[dict]) -> str:
+    return f"{len(faces)} clips" if isinstance(faces, list) else str(faces)
+
+
+def distill_student(teacher_path: str | Path, faces: str | Path | list[dict], out: str | Path, k: int,
                     cfg: LatentTrainConfig = LatentTrainConfig(), resume: bool = False, progress: bool = True) -> dict:
     """Distil a ``k``-step v-predicting student from the teacher's 50-step DDIM; writes ``student-{k}.safetensors``."""
     out = Path(out)
@@ -254,7 +284,8 @@ def distill_student(teacher_path: str | Path, faces: str | Path, out: str | Path
     starts, paths = student_grid(teacher.timesteps, k)
     student = LatentEngine(teacher.vae, replace(teacher.cfg, prediction="v"), teacher.stats(), starts)
     student.net.load_state_dict(teacher.net.state_dict())  # the teacher's features, relearned as a v output
-    data = FramePairs(teacher, faces, cache=out / "latents.pt")
+    student.bridge = teacher.bridge  # a bridged teacher's student starts where it starts
+    data = FramePairs(teacher, faces if isinstance(faces, list) else face_clips(faces), cache=out / "latents.pt")
     t0 = time.time()
     fit_cfg = FitConfig(steps=cfg.distill_steps, lr=cfg.distill_lr, warmup=min(50, cfg.distill_steps // 10),
                         ema=0.995, ema_warmup=True, seed=cfg.seed + k, ckpt_every=100)
@@ -262,7 +293,7 @@ def distill_student(teacher_path: str | Path, faces: str | Path, out: str | Path
     def save(step: int, loss: float, avg: nn.Module) -> None:
         student.denoiser.load_state_dict(avg.state_dict())
         save_engine(out / f"student-{k}.safetensors", student, {"train": {
-            "faces": str(faces), "objective": f"distilled {len(teacher.timesteps)} -> {k} steps", "step": step,
+            "faces": _source(faces), "objective": f"distilled {len(teacher.timesteps)} -> {k} steps", "step": step,
             **asdict(cfg), "teacher": Path(teacher_path).name, "wall_s": round(time.time() - t0, 1)}})
 
     result = fit(student.denoiser, StudentObjective(teacher, data, starts, paths, cfg), fit_cfg, state,

@@ -49,12 +49,19 @@ def augment(x: Tensor, gen: torch.Generator) -> Tensor:
 class VAEObjective:
     """Random crops from the training identities; the loss of one batch (``train.loop.Objective``)."""
 
-    def __init__(self, frames: np.ndarray, cfg: VAEConfig, batch: int) -> None:
-        self.frames, self.cfg, self.batch = frames, cfg, batch
+    def __init__(self, frames: np.ndarray, cfg: VAEConfig, batch: int, patch: int = 0) -> None:
+        # ``patch`` > 0: train on random square patches of that side (the network is convolutional, so
+        # it learns the same local code at a fraction of the cost per step).
+        self.frames, self.cfg, self.batch, self.patch = frames, cfg, batch, patch
 
     def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor:
         idx = torch.randint(0, len(self.frames), (self.batch,), generator=gen).numpy()
         x = as_batch(self.frames[idx])
+        if self.patch and self.patch < x.shape[-1]:
+            down = 2 ** len(self.cfg.widths)  # patches on the latent grid, as the whole crop is cut
+            n = (x.shape[-1] - self.patch) // down + 1
+            oy, ox = (torch.randint(0, n, (2,), generator=gen) * down).tolist()
+            x = x[:, :, oy:oy + self.patch, ox:ox + self.patch]
         if self.cfg.augment:
             x = augment(x, gen)
         recon, mean, logvar = module(x, gen)

@@ -45,6 +45,10 @@ class LatentEngine(nn.Module):
         self.register_buffer("mot_std", torch.tensor(stats.get("mot_std", [1.0] * 58)))
         self.register_buffer("res_std", torch.tensor(stats.get("res_std", [1.0] * cfg.latent)))
         self.timesteps = list(timesteps or self.schedule.timesteps(50))
+        # A bridge (after LeapTalk): sampling starts at timesteps[0] from the reference noised to that
+        # level, not from pure noise at T. An eps network's x0 at t ~ T is noise over alpha ~ 0; from
+        # t = 800 with the person's reference in x_t it is already close (docs/avatar.md).
+        self.bridge = False
         self.meta: dict = {}  # a loaded file's metadata (name, provenance); empty for a new engine
 
     def stats(self) -> dict:
@@ -74,14 +78,19 @@ class LatentEngine(nn.Module):
         """The inverse of ``to_diffusion``: a sample -> frame latents."""
         return reference + x * self.res_std[:, None, None] if self.cfg.residual else x
 
-    def cond(self, reference: Tensor, motion: Tensor, geometry: Tensor | None = None) -> dict[str, Tensor]:
-        """The network's conditioning: reference latents [1 or B, L, h, w], raw motion [B, 58], mouth maps."""
+    def cond(self, reference: Tensor, motion: Tensor, geometry: Tensor | None = None,
+             context: Tensor | None = None) -> dict[str, Tensor]:
+        """The network's conditioning: reference latents [1 or B, L, h, w], raw motion [B, 58], mouth maps, context."""
         b = motion.shape[0]
         out = {"reference": reference.expand(b, -1, -1, -1), "motion": (motion - self.mot_mean) / self.mot_std}
         if self.cfg.geometry:
             if geometry is None:
                 raise ValueError("this engine also takes the mouth maps (engine.maps)")
             out["geometry"] = geometry
+        if self.cfg.context:
+            if context is None:
+                raise ValueError("this engine also takes context latents (an avatar's masked frames)")
+            out["context"] = context
         return out
 
     def anchor(self, crop: np.ndarray) -> dict:
@@ -96,7 +105,7 @@ class LatentEngine(nn.Module):
             return None
         from talkhead.render.latent.geometry import mouth_maps
 
-        return mouth_maps(anchor["rig"], motion, self.vae.cfg.size, self.vae.cfg.size // 8)
+        return mouth_maps(anchor["rig"], motion, self.vae.cfg.size, self.vae.cfg.size // self.vae.down)
 
     def denoise(self, x: Tensor, t: Tensor, cond: dict[str, Tensor]) -> Tensor:
         """x0 estimate, clipped: an eps network's x0 at t ~ T is noise over alpha ~ 0 (DDPM clips it too)."""
@@ -104,19 +113,40 @@ class LatentEngine(nn.Module):
 
     @torch.no_grad()
     def sample(self, reference: Tensor, motion: Tensor, noise: Tensor, timesteps: list[int] | None = None,
-               geometry: Tensor | None = None) -> Tensor:
+               geometry: Tensor | None = None, context: Tensor | None = None) -> Tensor:
         """Frame latents [B, L, h, w] for motion [B, 58] from starting noise [B, L, h, w] (DDIM, eta 0)."""
-        cond = self.cond(reference, motion, geometry)
-        x = sample_ddim(lambda x, t: self.denoise(x, t, cond), noise, self.schedule, timesteps or self.timesteps)
+        cond = self.cond(reference, motion, geometry, context)
+        steps = timesteps or self.timesteps
+        if self.bridge:
+            base = self.to_diffusion(reference, reference).expand_as(noise)
+            noise = self.schedule.add_noise(base, noise, torch.full((noise.shape[0],), steps[0]))
+        x = sample_ddim(lambda x, t: self.denoise(x, t, cond), noise, self.schedule, steps)
         return self.from_diffusion(x, reference)
+
+
+def engine_tensors(engine: LatentEngine) -> tuple[dict[str, Tensor], dict]:
+    """The engine's weights (``vae.*``, ``net.*``) and the metadata that rebuilds it (``engine_from``)."""
+    tensors = {f"vae.{k}": v for k, v in engine.vae.state_dict().items()}
+    tensors.update({f"net.{k}": v for k, v in engine.net.state_dict().items()})
+    return tensors, {"vae": engine.vae.cfg, "latent": engine.cfg, "stats": engine.stats(), "timesteps": engine.timesteps,
+                     "bridge": engine.bridge}
+
+
+def engine_from(tensors: dict[str, Tensor], meta: dict) -> LatentEngine:
+    """Rebuild an engine from ``engine_tensors``' weights and metadata (JSON-decoded)."""
+    vae = FaceVAE(dataclass_from(VAEConfig, meta["vae"]))
+    vae.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("vae.")})
+    engine = LatentEngine(vae, dataclass_from(LatentConfig, meta["latent"]), meta["stats"], meta["timesteps"])
+    engine.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    engine.bridge = bool(meta.get("bridge", False))
+    engine.meta = meta
+    return engine.eval()
 
 
 def save_engine(path: str | Path, engine: LatentEngine, meta: dict, dtype: torch.dtype | None = None) -> None:
     """One file: VAE and denoiser weights, statistics, configs and sampling steps, plus ``meta`` (provenance)."""
-    tensors = {f"vae.{k}": v for k, v in engine.vae.state_dict().items()}
-    tensors.update({f"net.{k}": v for k, v in engine.net.state_dict().items()})
-    save_checkpoint(path, tensors, {"kind": KIND, "vae": engine.vae.cfg, "latent": engine.cfg,
-                                    "stats": engine.stats(), "timesteps": engine.timesteps, **meta}, dtype)
+    tensors, own = engine_tensors(engine)
+    save_checkpoint(path, tensors, {"kind": KIND, **own, **meta}, dtype)
 
 
 def resolve_engine(name_or_path: str | Path) -> Path:
@@ -130,9 +160,4 @@ def load_engine(name_or_path: str | Path) -> LatentEngine:
     tensors, meta = load_checkpoint(path)
     if meta.get("kind") != KIND:
         raise InputError(f"{path} is not a latent face engine checkpoint")
-    vae = FaceVAE(dataclass_from(VAEConfig, meta["vae"]))
-    vae.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("vae.")})
-    engine = LatentEngine(vae, dataclass_from(LatentConfig, meta["latent"]), meta["stats"], meta["timesteps"])
-    engine.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
-    engine.meta = meta
-    return engine.eval()
+    return engine_from(tensors, meta)

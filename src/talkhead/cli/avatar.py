@@ -1,0 +1,55 @@
+"""``talkhead avatar train|reenact``: a person's own video as an avatar, and the self-reenactment test."""
+
+from __future__ import annotations
+
+import argparse
+
+from talkhead.cli.common import add_config_flags, config_from_args, set_threads
+
+
+def _cmd_train(args: argparse.Namespace) -> None:
+    from talkhead.pipeline import check_output
+    from talkhead.train.avatar import AvatarTrainConfig, train_avatar
+
+    check_output(args.out, ".avatar")
+    set_threads(args.threads)
+    from talkhead.data.avatar import AvatarDataConfig
+
+    cfg = config_from_args(AvatarTrainConfig, args, data=config_from_args(AvatarDataConfig, args))
+    info = train_avatar(args.videos, args.out, cfg, progress=not args.quiet, log=(lambda *a: None) if args.quiet else print)
+    print(f"wrote {args.out}: {info['engine']}, {info['wall_s']['total_s'] / 60:.1f} min")
+
+
+def _cmd_reenact(args: argparse.Namespace) -> None:
+    from talkhead.pipeline import check_output
+    from talkhead.render.avatar import reenact
+
+    check_output(args.out)
+    set_threads(args.threads)
+    info = reenact(args.avatar, args.video, args.out, seed=args.seed, progress=not args.quiet)
+    print(f"wrote {args.out}: {info['frames']} frames, {info['redrawn']} redrawn")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from talkhead.data.avatar import AvatarDataConfig
+    from talkhead.train.avatar import AvatarTrainConfig
+
+    av = sub.add_parser("avatar", help="a person's own video as an avatar: train it, re-enact a video with it")
+    asub = av.add_subparsers(dest="avatar_command", required=True)
+    t = asub.add_parser("train", help="learn a person's lips and teeth from 30 s - 5 min of their own video",
+                        description="Resumes after a kill: run the same command again (its work folder is OUT.work).")
+    t.add_argument("videos", nargs="+", help="videos of one person (any fps, size and container; sound not needed)")
+    t.add_argument("--out", required=True, help="NAME.avatar")
+    add_config_flags(t, AvatarTrainConfig, skip=("data",))
+    add_config_flags(t, AvatarDataConfig)
+    t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_train)
+    r = asub.add_parser("reenact", help="the motion fitted to VIDEO's frames drives the avatar in VIDEO's own frames")
+    r.add_argument("avatar", help="NAME.avatar (talkhead avatar train)")
+    r.add_argument("video", help="a video of the same person")
+    r.add_argument("-o", "--out", required=True, help="OUT.mp4, VIDEO's size and framing")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=_cmd_reenact)

@@ -1,0 +1,287 @@
+"""A person's own video as avatar data: face crops aligned on the stable landmarks, the fitted motion, the masks.
+
+Every frame at 25 fps gets dlib's 68 points (frames without a face are dropped and listed; the video's
+frames with a face form clips). The 58-channel motion is fitted to those points (``data.video``'s fit:
+the rig of the video's first face is the neutral one). Each frame's crop is a square of the face
+aligned by a similarity on the points that speech does not move (nose bridge, nostrils, eye corners),
+smoothed over a few frames against dlib's jitter, so the mouth moves in the crop and the head does not.
+The crop side follows the source: ``crop_widths`` face widths of source pixels, rounded down to a
+multiple of 16 and at most ``max_side`` (256): never sharper than the video allows.
+
+The lower face (below the nose, inside the jaw, with room for the jaw to open) is what an avatar
+regenerates; ``masks`` gives its feathered paste mask and the harder mask that hides it from the
+network's context. Crops, transforms and masks are all in one coordinate frame per avatar: the first
+face's aligned crop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+from talkhead.errors import InputError
+
+STABLE = [27, 28, 29, 30, 31, 33, 35, 36, 39, 42, 45]  # nose bridge, nostrils, eye corners
+
+
+@dataclass(frozen=True)
+class AvatarDataConfig:
+    """How a person's video becomes crops."""
+
+    fps: int = 25
+    max_side: int = 256
+    min_side: int = 64
+    crop_widths: float = 1.5  # crop side in face widths: brows to below the chin
+    min_seconds: float = 10.0  # shorter videos cannot teach a face
+    min_clip: int = 25  # a stretch with a face shorter than this (frames) is dropped
+    smooth: int = 5  # frames of moving average on the stable points
+    fit_iters: int = 300
+    gap_widths: float = 0.14  # how far below the chin the mask reaches (the jaw opens down)
+
+
+def similarity(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The 2x3 similarity (scale, rotation, shift) taking points src [N, 2] onto dst [N, 2] (least squares)."""
+    ms, md = src.mean(0), dst.mean(0)
+    a, b = src - ms, dst - md
+    cov = b.T @ a / len(src)
+    u, s, vt = np.linalg.svd(cov)
+    d = np.sign(np.linalg.det(u @ vt))
+    rot = u @ np.diag([1.0, d]) @ vt
+    scale = (s * [1.0, d]).sum() / max(1e-9, (a ** 2).sum() / len(src))
+    m = np.zeros((2, 3))
+    m[:, :2] = scale * rot
+    m[:, 2] = md - m[:, :2] @ ms
+    return m
+
+
+def invert(m: np.ndarray) -> np.ndarray:
+    """The inverse of 2x3 affine maps [..., 2, 3]."""
+    lin = np.linalg.inv(m[..., :2])
+    return np.concatenate([lin, -(lin @ m[..., 2:])], axis=-1)
+
+
+def apply(m: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """A 2x3 map applied to points [N, 2]."""
+    return pts @ m[:, :2].T + m[:, 2]
+
+
+def crop_geometry(points0: np.ndarray, cfg: AvatarDataConfig) -> tuple[int, np.ndarray]:
+    """(crop side S in pixels, the 2x3 map from crop pixels to the first frame's pixels)."""
+    width = float(np.linalg.norm(points0[16] - points0[0]))
+    side_src = cfg.crop_widths * width
+    step = 16 if side_src <= 128 + 16 else 32  # the VAE's latent grid halves twice more inside the denoiser
+    s = int(min(cfg.max_side, side_src) // step * step)
+    if s < cfg.min_side:
+        raise InputError(f"the face is too small: {width:.0f} px wide, a crop of {side_src:.0f} px "
+                         f"(at least {cfg.min_side} needed; film closer or at a higher resolution)")
+    cx = float(points0[:, 0].mean())
+    cy = float((points0[36:48, 1].mean() + points0[8, 1]) / 2 + 0.05 * width)
+    k = side_src / s  # source pixels per crop pixel
+    return s, np.array([[k, 0.0, cx - k * s / 2], [0.0, k, cy - k * s / 2]])
+
+
+def crop_maps(points: np.ndarray, ref_points: np.ndarray, crop_to_ref: np.ndarray, smooth: int) -> np.ndarray:
+    """Per frame, the 2x3 map crop pixels -> that frame's pixels: [T, 2, 3] (stable points smoothed).
+
+    ``ref_points`` [68, 2] are the avatar's first face, in whose pixels ``crop_to_ref`` places the crop.
+    """
+    st = points[:, STABLE].astype(np.float64)
+    if smooth > 1:
+        kern = np.ones(smooth) / smooth
+        pad = np.pad(st, ((smooth // 2, smooth - 1 - smooth // 2), (0, 0), (0, 0)), mode="edge")
+        st = np.apply_along_axis(lambda v: np.convolve(v, kern, mode="valid"), 0, pad)
+    out = np.empty((len(points), 2, 3))
+    for i, p in enumerate(st):
+        to_frame = similarity(ref_points[STABLE].astype(np.float64), p)  # the avatar's first face -> this frame
+        out[i, :, :2] = to_frame[:, :2] @ crop_to_ref[:, :2]
+        out[i, :, 2] = to_frame[:, :2] @ crop_to_ref[:, 2] + to_frame[:, 2]
+    return out
+
+
+def extract(frame: np.ndarray, crop_to_frame: np.ndarray, side: int) -> np.ndarray:
+    """The aligned crop uint8 [S, S, 3] of one frame (bicubic; PIL maps output pixels to input pixels)."""
+    m = crop_to_frame
+    # PIL's affine maps the centre of output pixel (x + 0.5) to input coordinates the same way.
+    coeffs = (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2])
+    img = Image.fromarray(frame).transform((side, side), Image.AFFINE, coeffs, resample=Image.BICUBIC)
+    return np.asarray(img)
+
+
+def masks(landmarks_crop: np.ndarray, side: int, cfg: AvatarDataConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(paste mask [S, S] float in [0, 1], feathered; context mask [S, S] bool: hidden from the network)."""
+    p = landmarks_crop
+    width = float(np.linalg.norm(p[16] - p[0]))
+    centre = p[48:68].mean(0)
+    jaw = p[2:15].copy()
+    jaw = centre + (jaw - centre) * 1.08
+    jaw[:, 1] += cfg.gap_widths * width * np.clip((jaw[:, 1] - centre[1]) / max(1.0, p[8, 1] - centre[1]), 0, 1)
+    top = p[33, 1] + 0.02 * width
+    poly = [(jaw[0, 0], top)] + [tuple(q) for q in jaw] + [(jaw[-1, 0], top)]
+    img = Image.new("L", (side, side), 0)
+    ImageDraw.Draw(img).polygon(poly, fill=255)
+    hard = img.filter(ImageFilter.MaxFilter(2 * max(1, side // 64) + 1))
+    soft = img.filter(ImageFilter.GaussianBlur(max(1.0, side / 40)))
+    # Inside the drawn region the paste is whole; the blur fades it out across the edge.
+    paste = np.maximum(np.asarray(soft, np.float32) / 255, 0.0)
+    paste = np.clip(paste * 2 - 0.0, 0, 1) * (np.asarray(hard) > 0)
+    return paste.astype(np.float32), np.asarray(hard) > 0
+
+
+def context(crops: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+    """Crops with the hidden region painted mid-grey: what the network sees around what it draws."""
+    out = crops.copy()
+    out[:, hidden] = 128
+    return out
+
+
+def face_points(frames: np.ndarray, name: str, progress: bool = False, redetect: int = 10
+                ) -> tuple[list[int], np.ndarray]:
+    """(indices of the frames with a face, their 68 points [N, 68, 2]); the largest face, tracked.
+
+    dlib's detector runs every ``redetect`` frames (and whenever the track is lost); between, the
+    landmark predictor runs in the last detection's box moved with the face: the detector is ~50x
+    slower than the predictor. A failed detection ends the track until the next one succeeds.
+    """
+    import dlib
+    from tqdm import tqdm
+
+    from talkhead.render.face import _models, detect_face
+
+    _, predictor = _models()
+    keep, pts, box = [], [], None  # box: (left, top, right, bottom) of the last detection, moved with the face
+    for i, f in enumerate(tqdm(frames, desc=f"landmarks {name}", unit="frame", disable=not progress)):
+        if box is None or i % redetect == 0:
+            try:
+                face = detect_face(f, f"{name} frame {i}")
+            except InputError:
+                box = None
+                continue
+            p, box = face.landmarks, face.box
+        else:
+            shape = predictor(f, dlib.rectangle(*(int(round(v)) for v in box)))
+            p = np.array([[q.x, q.y] for q in shape.parts()], np.float32)
+            shift = p.mean(0) - pts[-1].mean(0)
+            box = (box[0] + shift[0], box[1] + shift[1], box[2] + shift[0], box[3] + shift[1])
+        keep.append(i)
+        pts.append(p)
+    return keep, np.asarray(pts, np.float32).reshape(-1, 68, 2)
+
+
+def runs(indices: list[int], min_len: int) -> list[tuple[int, int]]:
+    """Consecutive stretches [start, end) of ``indices`` (positions in it) at least ``min_len`` long."""
+    out, start = [], 0
+    for j in range(1, len(indices) + 1):
+        if j == len(indices) or indices[j] != indices[j - 1] + 1:
+            if j - start >= min_len:
+                out.append((start, j))
+            start = j
+    return out
+
+
+def lost_frames(indices: list[int], total: int) -> list[tuple[int, int]]:
+    """Frame ranges [a, b] (inclusive) without a face, for the report."""
+    have = np.zeros(total, bool)
+    have[indices] = True
+    out, i = [], 0
+    while i < total:
+        if not have[i]:
+            j = i
+            while j + 1 < total and not have[j + 1]:
+                j += 1
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+@dataclass
+class AvatarData:
+    """What ``ingest`` finds in a person's videos."""
+
+    side: int
+    clips: list[dict]  # per stretch with a face: frames (crops), motion, reference, context, maps
+    reference: np.ndarray  # uint8 [S, S, 3]: the first face's crop (the neutral of the motion)
+    ref_points: np.ndarray  # [68, 2]: the first face's landmarks, in its frame's pixels
+    crop_to_ref: np.ndarray  # [2, 3]
+    crop_points: np.ndarray  # [68, 2]: the first face's landmarks in crop pixels (the mouth maps' rig)
+    paste: np.ndarray  # [S, S] float
+    hidden: np.ndarray  # [S, S] bool
+    report: dict  # per video: frames, kept, lost ranges
+
+
+def maps_motion(motion: np.ndarray) -> np.ndarray:
+    """Motion for the mouth maps in the aligned crop: roll and translation are what the alignment removed."""
+    from talkhead.rig.spec import SPEC
+
+    m = np.array(motion, np.float32, copy=True)
+    for name in ("roll", "tx", "ty", "tz"):
+        m[:, SPEC[name]] = 0.0
+    return m
+
+
+def mouth_maps_for(crop_points: np.ndarray, motion: np.ndarray, side: int, grid: int):
+    """The mouth maps [T, 2, grid, grid] of ``motion`` on the avatar's rig (``render.latent.geometry``)."""
+    from talkhead.render.latent.geometry import mouth_maps
+    from talkhead.render.template import fit_rig
+
+    return mouth_maps(fit_rig(crop_points), maps_motion(motion), side, grid)
+
+
+def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool) -> tuple[np.ndarray, list[int], np.ndarray]:
+    from talkhead.data.video import read_frames
+
+    import sys
+
+    from talkhead.render.face import detect_faces
+
+    frames = read_frames(path, cfg.fps)  # a corrupt or unknown file is a named error there
+    keep, pts = face_points(frames, path.name, progress)
+    if not keep:
+        raise InputError(f"no face found in {path.name}")
+    if len(detect_faces(frames[keep[0]], path.name)) > 1:  # said once: the largest face is the person
+        print(f"talkhead: {path.name} shows more than one face; the avatar follows the largest", file=sys.stderr)
+    return frames, keep, pts
+
+
+def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), grid_down: int | None = None,
+           progress: bool = True) -> AvatarData:
+    """Crops, fitted motion, context crops and mouth maps of one person's videos (see the module's text)."""
+    from talkhead.data.video import VideoConfig, fit_motion
+
+    clips, report, geo = [], {}, None
+    for path in map(Path, videos):
+        frames, keep, pts = _video_faces(path, cfg, progress)
+        if geo is None:
+            side, crop_to_ref = crop_geometry(pts[0], cfg)
+            geo = (side, crop_to_ref, pts[0])
+        side, crop_to_ref, ref_points = geo
+        motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters)).astype(np.float32)
+        maps_ = crop_maps(pts, ref_points, crop_to_ref, cfg.smooth)
+        stretches = runs(keep, cfg.min_clip)
+        report[path.name] = {"frames": len(frames), "kept": int(sum(b - a for a, b in stretches)),
+                             "lost": lost_frames(keep, len(frames))}
+        for a, b in stretches:
+            crops = np.stack([extract(frames[keep[j]], maps_[j], side) for j in range(a, b)])
+            clips.append({"frames": crops, "motion": motion[a:b], "affine": maps_[a:b], "video": path.name,
+                          "frame_index": np.asarray(keep[a:b])})
+        del frames
+    if geo is None or not clips:
+        raise InputError("no stretch of a second or more with a face in " + ", ".join(Path(v).name for v in videos))
+    side, crop_to_ref, ref_points = geo
+    seconds = sum(len(c["frames"]) for c in clips) / cfg.fps
+    if seconds < cfg.min_seconds:
+        raise InputError(f"too short: {seconds:.1f} s of video with a face; an avatar needs at least "
+                         f"{cfg.min_seconds:.0f} s (30 s to 5 min is best)")
+    crop_points = apply(invert(crop_to_ref), ref_points)
+    paste, hidden = masks(crop_points, side, cfg)
+    reference = clips[0]["frames"][0]
+    grid = side // (grid_down or (4 if side <= 128 else 8))
+    for c in clips:
+        c["reference"] = reference
+        c["context"] = context(c["frames"], hidden)
+        c["maps"] = mouth_maps_for(crop_points, c["motion"], side, grid)
+    return AvatarData(side, clips, reference, ref_points, crop_to_ref, crop_points, paste, hidden, report)

@@ -1,0 +1,270 @@
+"""Avatars: a person's own frames, the lower face redrawn from motion by a latent engine learnt from their video.
+
+An ``.avatar`` file (``talkhead avatar train``) is one safetensors file: a latent engine (the person's
+VAE and a few-step student), the crop geometry (the paste and context masks, the reference crop, the
+first face's landmarks) and a base: the steadiest stretch of the training video, as JPEG frames, each
+with its map from crop pixels to frame pixels and its fitted motion.
+
+Drawing a frame: the base frame's aligned crop with the lower face hidden is the context, the driving
+motion's mouth channels (with the base frame's own head pose and eyes) give the mouth maps and the
+motion conditioning, the engine samples the crop's latent from seeded noise, and the decoded crop is
+warped back into the base frame through a feathered mask. Outside the mask the frame is the base
+frame, pixel for pixel. The base loops forward and back, so it never jumps.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.nn import functional as F
+
+from talkhead.checkpoint import load_checkpoint, save_checkpoint
+from talkhead.data.avatar import AvatarData, apply, context, extract, invert, mouth_maps_for
+from talkhead.errors import InputError
+from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
+from talkhead.rig.spec import SPEC
+
+KIND = "talkhead-avatar"
+VERSION = 1
+# What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
+LOWER = [i for i, n in enumerate(SPEC.names) if n.startswith(("jaw", "mouth", "cheek", "tongue"))]
+
+
+@dataclass
+class Avatar:
+    """A loaded ``.avatar``: engine, crop geometry and base frames."""
+
+    engine: LatentEngine
+    side: int
+    reference: np.ndarray  # uint8 [S, S, 3]
+    paste: np.ndarray  # float [S, S]
+    hidden: np.ndarray  # bool [S, S]
+    crop_points: np.ndarray  # [68, 2]
+    ref_points: np.ndarray  # [68, 2], the first face in its frame's pixels
+    crop_to_ref: np.ndarray  # [2, 3]
+    base: np.ndarray  # uint8 [B, H, W, 3]
+    base_affine: np.ndarray  # [B, 2, 3]
+    base_motion: np.ndarray  # [B, 58]
+    meta: dict
+
+    @property
+    def grid(self) -> int:
+        return self.side // self.engine.vae.down
+
+    def maps(self, motion: np.ndarray) -> torch.Tensor:
+        return mouth_maps_for(self.crop_points, motion, self.side, self.grid)
+
+    def contexts(self, frames: np.ndarray, affines: np.ndarray) -> torch.Tensor:
+        """Context latents of frames [B, H, W, 3] seen through their crop maps [B, 2, 3]."""
+        crops = np.stack([extract(f, a, self.side) for f, a in zip(frames, affines)])
+        return self.engine.encode(context(crops, self.hidden))
+
+
+def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
+    """(clip, start, end) of the stretch of ``length`` frames where the head moves least (crop maps' drift)."""
+    best = (np.inf, 0, 0, 0)
+    for ci, c in enumerate(clips):
+        a = c["affine"]
+        n = min(length, len(a))
+        scale = np.sqrt(np.abs(np.linalg.det(a[:, :, :2])))
+        speed = np.concatenate([[0.0], np.linalg.norm(np.diff(a[:, :, 2], axis=0), axis=1) / scale[1:]
+                                + np.abs(np.diff(scale)) / scale[1:] * 100])
+        csum = np.concatenate([[0.0], np.cumsum(speed)])
+        means = (csum[n:] - csum[:-n]) / n
+        i = int(np.argmin(means))
+        if means[i] < best[0]:
+            best = (means[i], ci, i, i + n)
+    return best[1], best[2], best[3]
+
+
+def _jpeg(frame: np.ndarray) -> np.ndarray:
+    buf = io.BytesIO()
+    Image.fromarray(frame).save(buf, "JPEG", quality=95)
+    return np.frombuffer(buf.getvalue(), np.uint8)
+
+
+def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
+                videos: dict[str, Path]) -> None:
+    """Write the ``.avatar`` (atomically): the engine, the geometry and the base frames read again from the video."""
+    from talkhead.data.video import read_frames
+
+    ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
+    clip = data.clips[ci]
+    frames = read_frames(videos[clip["video"]], 25)[clip["frame_index"][a:b]]
+    jpegs = [_jpeg(f) for f in frames]
+    tensors, own = engine_tensors(engine)
+    tensors = {f"engine.{k}": v for k, v in tensors.items()}
+    tensors.update({
+        "base.jpeg": torch.from_numpy(np.concatenate(jpegs)),
+        "base.offsets": torch.tensor(np.cumsum([0] + [len(j) for j in jpegs]), dtype=torch.int64),
+        "base.affine": torch.from_numpy(clip["affine"][a:b].astype(np.float32)),
+        "base.motion": torch.from_numpy(clip["motion"][a:b].astype(np.float32)),
+        "reference": torch.from_numpy(np.ascontiguousarray(data.reference)),
+        "paste": torch.from_numpy(data.paste.astype(np.float32)),
+        "hidden": torch.from_numpy(data.hidden.astype(np.uint8)),
+        "crop_points": torch.from_numpy(data.crop_points.astype(np.float32)),
+        "ref_points": torch.from_numpy(data.ref_points.astype(np.float32)),
+        "crop_to_ref": torch.from_numpy(data.crop_to_ref.astype(np.float32)),
+    })
+    own = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in own.items()}
+    meta = {"kind": KIND, "version": VERSION, "side": data.side, "engine": own,
+            "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},
+            "train": info}
+    save_checkpoint(out, tensors, meta)
+
+
+def load_avatar(path: str | Path) -> Avatar:
+    """Rebuild an ``Avatar`` from its file; a file of another kind or version is a named error."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such avatar file: {path}")
+    try:
+        tensors, meta = load_checkpoint(path)
+    except InputError:
+        raise InputError(f"{path} is not an avatar file (talkhead avatar train makes them)") from None
+    if meta.get("kind") != KIND:
+        raise InputError(f"{path} is not an avatar file (talkhead avatar train makes them)")
+    if meta.get("version") != VERSION:
+        raise InputError(f"{path} was made by another version of talkhead (avatar format {meta.get('version')}; "
+                         f"this one reads {VERSION}): train it again")
+    engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
+    raw, off = tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy()
+    base = np.stack([np.asarray(Image.open(io.BytesIO(raw[off[i]:off[i + 1]].tobytes())).convert("RGB"))
+                     for i in range(len(off) - 1)])
+    f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine")}
+    return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
+                  tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
+                  base, f64["base.affine"], tensors["base.motion"].numpy(), meta)
+
+
+def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``frame`` with ``crop`` warped in through ``affine`` (crop -> frame pixels), weighted by ``mask`` [S, S]."""
+    h, w = frame.shape[:2]
+    s = crop.shape[0]
+    corners = apply(affine, np.array([[0, 0], [s, 0], [0, s], [s, s]], np.float64))
+    x0, y0 = np.clip(np.floor(corners.min(0)).astype(int), 0, [w, h])
+    x1, y1 = np.clip(np.ceil(corners.max(0)).astype(int), 0, [w, h])
+    out = frame.copy()
+    if x1 <= x0 or y1 <= y0:
+        return out
+    ys, xs = np.mgrid[y0:y1, x0:x1]
+    q = apply(invert(affine), np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5], 1)) / s * 2 - 1
+    grid = torch.from_numpy(q.astype(np.float32)).reshape(1, y1 - y0, x1 - x0, 2)
+    src = torch.from_numpy(np.concatenate([crop.astype(np.float32), mask[..., None] * 255], 2)).permute(2, 0, 1)[None]
+    warped = F.grid_sample(src, grid, mode="bilinear", padding_mode="zeros", align_corners=False)[0]
+    m = warped[3] / 255
+    region = torch.from_numpy(frame[y0:y1, x0:x1].astype(np.float32)).permute(2, 0, 1)
+    blend = region + m * (warped[:3] - region)
+    out[y0:y1, x0:x1] = blend.round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).numpy()
+    return out
+
+
+def pingpong(i: np.ndarray, n: int) -> np.ndarray:
+    """Frame indices looping 0..n-1 forward and back: 0 1 2 1 0 1 2 ... (no jump at the turn)."""
+    if n <= 1:
+        return np.zeros_like(i)
+    j = i % (2 * n - 2)
+    return np.where(j < n, j, 2 * n - 2 - j)
+
+
+class AvatarRenderer:
+    """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
+
+    def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
+                 affines: np.ndarray | None = None, motion: np.ndarray | None = None) -> None:
+        self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
+        a = self.avatar
+        self.base = a.base if frames is None else frames
+        self.affine = a.base_affine if affines is None else affines
+        self.base_motion = a.base_motion if motion is None else motion
+        self.loop = frames is None  # the avatar's own base loops; given frames are followed one for one
+        self.ref = a.engine.encode(a.reference[None])
+        self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
+        self._ctx = a.contexts(self.base, self.affine) if self.loop else None
+        self._index = 0
+        h, w = self.base.shape[1:3]
+        self.size = (w, h)
+
+    @property
+    def frame_shape(self) -> tuple[int, int, int]:
+        return tuple(self.base.shape[1:])
+
+    def _base_index(self, n: int) -> np.ndarray:
+        i = self._index + np.arange(n)
+        self._index += n
+        return pingpong(i, len(self.base)) if self.loop else np.minimum(i, len(self.base) - 1)
+
+    def crops(self, motion: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The engine's crops uint8 [B, S, S, 3] for driving motion [B, 58] over base frames ``idx``."""
+        a = self.avatar
+        drive = np.array(self.base_motion[idx], np.float32, copy=True)
+        drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
+        ctx = self._ctx[idx] if self._ctx is not None else a.contexts(self.base[idx], self.affine[idx])
+        z = a.engine.sample(self.ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
+                            geometry=a.maps(drive), context=ctx)
+        return a.engine.decode(z)
+
+    def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
+        for i in range(0, len(motion), batch):
+            m = motion[i:i + batch]
+            idx = self._base_index(len(m))
+            for j, crop in zip(idx, self.crops(m, idx)):
+                yield paste_lower_face(self.base[j], crop, self.affine[j], self.avatar.paste)
+
+
+def fitted_drive(avatar: Avatar, frames: np.ndarray, name: str, progress: bool = True
+                 ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(indices of ``frames`` with a face, their fitted motion [N, 58], their crop maps [N, 2, 3] in the avatar's crop)."""
+    from talkhead.data.avatar import AvatarDataConfig, crop_maps, face_points
+    from talkhead.data.video import VideoConfig, fit_motion
+
+    keep, pts = face_points(frames, name, progress)
+    if not keep:
+        raise InputError(f"no face found in {name}")
+    cfg = AvatarDataConfig()
+    motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters)).astype(np.float32)
+    return keep, motion, crop_maps(pts, avatar.ref_points, avatar.crop_to_ref, cfg.smooth)
+
+
+def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True
+                   ) -> tuple[np.ndarray, list[int], Iterator[np.ndarray]]:
+    """(VIDEO's frames at 25 fps, the indices with a face, its frames with the lower face redrawn by the avatar).
+
+    The motion is fitted to VIDEO's own landmarks and its frames are the base, so each output frame
+    re-enacts the real one in its own coordinates; frames without a face pass through unchanged.
+    """
+    from talkhead.data.video import read_frames
+
+    av = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
+    video = Path(video)
+    frames = read_frames(video, 25)  # a corrupt or unknown file is a named error there
+    keep, motion, aff = fitted_drive(av, frames, video.name, progress)
+    renderer = AvatarRenderer(av, seed, frames=frames[keep], affines=aff, motion=motion)
+
+    def out() -> Iterator[np.ndarray]:
+        drawn = renderer.frames(motion)
+        have = set(keep)
+        for i, f in enumerate(frames):
+            yield next(drawn) if i in have else f
+
+    return frames, keep, out()
+
+
+def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True) -> dict:
+    """``talkhead avatar reenact``: write VIDEO re-enacted by the avatar (with VIDEO's sound, if it has any)."""
+    from talkhead.audio.io import load_audio
+    from talkhead.video import write_mp4
+
+    frames, keep, drawn = reenact_frames(avatar, video, seed, progress)
+    try:
+        audio = load_audio(video)
+    except InputError:
+        audio = None  # a silent video stays silent
+    write_mp4(out, drawn, audio, 16_000)
+    return {"frames": len(frames), "redrawn": len(keep)}

@@ -1,0 +1,230 @@
+"""``talkhead avatar train``: a person's own video -> one ``.avatar`` file, in resumable stages.
+
+Stages, each in ``NAME.avatar.work/`` and each resumed where a kill left it (the loop's exact resume):
+
+1. ``data.npz``: the crops, fitted motion and masks of ``data.avatar.ingest``.
+2. ``vae.safetensors``: a face VAE for this person's crops (4x down at <= 128 px, so a mouth is many
+   latent cells, not the 3 of the one-photo engine), trained on the project's one loop.
+3. ``teacher.safetensors``: the latent denoiser (``render.latent.model``) conditioned on the frame's
+   context (the crop with its lower face hidden, encoded), the person's reference latent, the mouth
+   maps and the motion; noise prediction with the temporal and pixel terms (``train.latent``). It is
+   sampled as a bridge: from the reference latent noised to t = 800, in 2 DDIM steps.
+4. ``student-K.safetensors`` (optional, ``--students``): students distilled from the bridged teacher.
+5. the ``.avatar``: the chosen engine, the masks, the reference and the steadiest stretch of the
+   video as the base that generation loops (``render.avatar.save_avatar``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from talkhead.data.avatar import AvatarData, AvatarDataConfig, ingest
+from talkhead.errors import InputError
+from talkhead.util import atomic_write
+
+
+@dataclass(frozen=True)
+class AvatarTrainConfig:
+    """The default recipe: about 30 min on 2 cores for a minute of video."""
+
+    data: AvatarDataConfig = field(default_factory=AvatarDataConfig)
+    vae_widths: tuple[int, ...] = (32, 64)  # 4x down; crops over 128 px get a third stage (8x)
+    vae_latent: int = 4  # latent channels (8: 33.6 against 32.6 dB on cap13's lower face, detail 0.21 against 0.16)
+    vae_steps: int = 700
+    vae_batch: int = 16
+    vae_lr: float = 2e-3
+    vae_patch: int = 64  # the VAE learns from random patches of this side (0: whole crops)
+    widths: tuple[int, int, int] = (32, 64, 96)
+    teacher_steps: int = 1500
+    # Sampling is a bridge from the person's reference latent noised to ``bridge_t`` (not pure noise at
+    # T = 1000), in ``sample_steps`` DDIM steps: on cap12 the 2-step bridge is within 0.1 dB of 4 steps,
+    # and 11 dB above DDIM-20 from pure noise (docs/avatar.md), so no student is needed by default.
+    bridge_t: int = 800
+    sample_steps: int = 2
+    batch: int = 12  # frame pairs
+    lr: float = 1e-3
+    student_steps: int = 300
+    students: tuple[int, ...] = ()  # optional students distilled from the bridged teacher, e.g. 1
+    ship: int = 0  # the student that goes into the .avatar (0: the teacher with its bridge)
+    base_seconds: float = 6.0  # the steadiest stretch of this length is the base that generation loops
+    seed: int = 0
+
+
+def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
+    # What a stage's files depend on: the videos, how they become crops and the networks' shapes. Step
+    # counts and learning rates may change between runs (a stage then continues to its new count).
+    shape = {"data": asdict(cfg.data), "vae_widths": cfg.vae_widths, "widths": cfg.widths, "patch": cfg.vae_patch,
+             "latent": cfg.vae_latent}
+    h = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode())
+    for v in videos:
+        h.update(v.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _save_data(path: Path, d: AvatarData) -> None:
+    arrays = {"side": np.array(d.side), "reference": d.reference, "ref_points": d.ref_points,
+              "crop_to_ref": d.crop_to_ref, "crop_points": d.crop_points, "paste": d.paste, "hidden": d.hidden,
+              "report": np.array(json.dumps(d.report))}
+    for i, c in enumerate(d.clips):
+        for k in ("frames", "motion", "affine", "frame_index"):
+            arrays[f"clip{i}/{k}"] = c[k]
+        arrays[f"clip{i}/video"] = np.array(c["video"])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write(path, buf.getvalue())
+
+
+def _load_data(path: Path, grid_down: int) -> AvatarData:
+    from talkhead.data.avatar import context, mouth_maps_for
+
+    z = np.load(path)
+    n = len({k.split("/")[0] for k in z.files if k.startswith("clip")})
+    side = int(z["side"])
+    clips = []
+    for i in range(n):
+        c = {k: z[f"clip{i}/{k}"] for k in ("frames", "motion", "affine", "frame_index")}
+        c["video"] = str(z[f"clip{i}/video"])
+        c["reference"] = z["reference"]
+        c["context"] = context(c["frames"], z["hidden"])
+        c["maps"] = mouth_maps_for(z["crop_points"], c["motion"], side, side // grid_down)
+        clips.append(c)
+    return AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
+                      z["hidden"], json.loads(str(z["report"])))
+
+
+def bridge_grid(t0: int, steps: int) -> list[int]:
+    """``steps`` evenly spaced DDIM timesteps from ``t0`` down (the last one above 0)."""
+    return [int(round(t0 * (1 - i / steps))) for i in range(steps)]
+
+
+def vae_widths(side: int, cfg: AvatarTrainConfig) -> tuple[int, ...]:
+    """4x down up to 128 px crops, 8x above: the latent grid stays 24-32 cells a side."""
+    return cfg.vae_widths if side <= 128 else (*cfg.vae_widths, cfg.vae_widths[-1])
+
+
+def _train_vae(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
+    from talkhead.checkpoint import save_checkpoint
+    from talkhead.render.latent.vae import FaceVAE, VAEConfig
+    from talkhead.train.loop import FitConfig, fit
+    from talkhead.train.vae import VAEObjective
+
+    path = work / "vae.safetensors"
+    frames = np.concatenate([c["frames"] for c in d.clips])
+    vcfg = VAEConfig(size=d.side, widths=vae_widths(d.side, cfg), latent=cfg.vae_latent)
+    torch.manual_seed(cfg.seed)
+    vae = FaceVAE(vcfg)
+    fit_cfg = FitConfig(steps=cfg.vae_steps, lr=cfg.vae_lr, warmup=min(100, cfg.vae_steps // 10), ema=0.999,
+                        ema_warmup=True, seed=cfg.seed, ckpt_every=max(1, min(250, cfg.vae_steps // 4)))
+    t0 = time.time()
+
+    def save(step: int, loss: float, avg: torch.nn.Module) -> None:
+        save_checkpoint(path, avg.state_dict(), {"kind": "face-vae", "vae": vcfg, "train": {
+            "frames": len(frames), "step": step, "steps": cfg.vae_steps, "wall_s": round(time.time() - t0, 1)}})
+
+    state = work / "vae.state.pt"
+    fit(vae, VAEObjective(frames, vcfg, cfg.vae_batch, cfg.vae_patch), fit_cfg, state, on_checkpoint=save,
+        resume=state.exists(), desc="avatar vae", progress=progress)
+    return path
+
+
+def _done(path: Path, steps: int) -> bool:
+    """A stage's model file exists from its last step."""
+    if not path.is_file():
+        return False
+    from talkhead.checkpoint import load_checkpoint
+
+    return load_checkpoint(path)[1].get("train", {}).get("step") == steps
+
+
+class _Clock:
+    """Wall seconds per stage, summed over the runs of one work folder (an interrupted stage counts its last run)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.t = path, time.time()
+        self.laps = json.loads(path.read_text()) if path.exists() else {}
+
+    def lap(self, name: str) -> None:
+        now = time.time()
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self.t, 1)
+        self.t = now
+        atomic_write(self.path, json.dumps(self.laps).encode())
+
+    def totals(self) -> dict:
+        return {**self.laps, "total_s": round(sum(self.laps.values()), 1)}
+
+
+def _bridge(path: Path, grid: list[int]) -> None:
+    """Give the teacher file the bridge sampler (its weights do not depend on it), so its students inherit it."""
+    from talkhead.render.latent.engine import load_engine, save_engine
+
+    eng = load_engine(path)
+    if eng.bridge and eng.timesteps == grid:
+        return
+    eng.timesteps, eng.bridge = grid, True
+    save_engine(path, eng, {"train": eng.meta["train"]})
+
+
+def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConfig = AvatarTrainConfig(),
+                 progress: bool = True, log=print) -> dict:
+    """Every stage, resuming any that a kill interrupted; writes ``out`` (the ``.avatar``) last, atomically."""
+    from talkhead.render.latent.model import LatentConfig
+    from talkhead.render.latent.vae import load_vae
+    from talkhead.train.latent import LatentTrainConfig, distill_student, train_teacher
+
+    videos, out = [Path(v) for v in videos], Path(out)
+    for v in videos:
+        if not v.is_file():
+            raise InputError(f"no such video: {v}")
+    work = out.with_name(out.name + ".work")
+    work.mkdir(parents=True, exist_ok=True)
+    key = _inputs_key(videos, cfg)
+    stamp = work / "inputs.json"
+    if stamp.exists() and json.loads(stamp.read_text())["key"] != key:
+        raise InputError(f"{work} holds a run on other videos or settings; remove it or choose another --out")
+    atomic_write(stamp, json.dumps({"key": key, "videos": [str(v) for v in videos]}).encode())
+    clock = _Clock(work / "times.json")
+    data_path = work / "data.npz"
+    if not data_path.exists():
+        _save_data(data_path, ingest(videos, cfg.data, progress=progress))
+    clock.lap("ingest_s")
+    side = int(np.load(data_path)["side"])
+    down = 2 ** len(vae_widths(side, cfg))
+    d = _load_data(data_path, down)
+    log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
+    vae_path = work / "vae.safetensors"
+    if not _done(vae_path, cfg.vae_steps):
+        _train_vae(work, d, cfg, progress)
+    clock.lap("vae_s")
+    net = LatentConfig(latent=cfg.vae_latent, widths=cfg.widths, geometry=2, context=cfg.vae_latent, residual=False)
+    tcfg = LatentTrainConfig(steps=cfg.teacher_steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
+                             distill_steps=cfg.student_steps)
+    grid = bridge_grid(cfg.bridge_t, cfg.sample_steps)
+    if not _done(work / "teacher.safetensors", cfg.teacher_steps):
+        train_teacher(load_vae(vae_path), d.clips, work, tcfg, net, resume=(work / "teacher.state.pt").exists(),
+                      progress=progress, timesteps=grid)
+    _bridge(work / "teacher.safetensors", grid)
+    clock.lap("teacher_s")
+    for k in cfg.students:
+        if not _done(work / f"student-{k}.safetensors", cfg.student_steps):
+            distill_student(work / "teacher.safetensors", d.clips, work, k, tcfg,
+                            resume=(work / f"student-{k}.state.pt").exists(), progress=progress)
+        clock.lap(f"student{k}_s")
+    chosen = work / (f"student-{cfg.ship}.safetensors" if cfg.ship else "teacher.safetensors")
+    info = {"videos": [v.name for v in videos], "config": asdict(cfg), "report": d.report,
+            "wall_s": clock.totals(), "engine": chosen.name}
+    from talkhead.render.avatar import save_avatar
+    from talkhead.render.latent.engine import load_engine
+
+    engine = load_engine(chosen)
+    save_avatar(out, engine, d, cfg.base_seconds, info, {v.name: v for v in videos})
+    info["wall_s"] = clock.totals()
+    atomic_write(work / "train.json", json.dumps(info, indent=1, default=str).encode())
+    return info

@@ -1,0 +1,79 @@
+"""Avatars: frames drawn on the person's own video, the lower face redrawn, the rest of the frame the video's own."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from talkhead.cli import main
+from talkhead.render.avatar import AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.rig.spec import SPEC
+
+
+def test_pingpong_loops_without_a_jump():
+    assert pingpong(np.arange(9), 4).tolist() == [0, 1, 2, 3, 2, 1, 0, 1, 2]
+    assert pingpong(np.arange(3), 1).tolist() == [0, 0, 0]
+
+
+def test_frames_outside_the_mask_are_the_base_pixel_for_pixel(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    r = AvatarRenderer(av, seed=0)
+    motion = np.zeros((40, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 40)
+    frames = np.stack(list(r.frames(motion, batch=16)))
+    assert frames.shape == (40, *av.base.shape[1:]) and frames.dtype == np.uint8
+    idx = pingpong(np.arange(40), len(av.base))
+    for i in (0, 17, 39):  # where the warped paste mask is zero, the frame is the base frame
+        foot = paste_lower_face(np.zeros_like(av.base[0]), np.full((av.side, av.side, 3), 255, np.uint8),
+                                av.base_affine[idx[i]], av.paste)
+        outside = foot.max(-1) == 0
+        assert outside.mean() > 0.5
+        assert np.array_equal(frames[i][outside], av.base[idx[i]][outside])
+        assert not np.array_equal(frames[i], av.base[idx[i]])  # and inside it something was drawn
+    again = np.stack(list(AvatarRenderer(av, seed=0).frames(motion, batch=40)))
+    assert np.array_equal(frames, again)  # explicit seed, any batching: the same frames
+
+
+def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(tiny_avatar), framework="pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    old = tmp_path / "old.avatar"
+    save_file(tensors, str(old), metadata={**meta, "version": "0"})
+    args = ["generate", "--avatar", str(old), "--text", "Hello.", "-o", str(tmp_path / "x.mp4"), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "another version" in err and len(err.splitlines()) == 1
+    junk = tmp_path / "junk.avatar"
+    junk.write_bytes(b"not an avatar")
+    assert main(args[:2] + [str(junk)] + args[3:]) == 2
+    assert "not an avatar file" in capsys.readouterr().err
+    assert not (tmp_path / "x.mp4").exists()
+
+
+def test_generate_with_an_avatar_writes_the_video_at_its_own_size(tiny_avatar, tmp_path):
+    from talkhead.video import probe
+
+    out = tmp_path / "hi.mp4"
+    assert main(["generate", "--avatar", str(tiny_avatar), "--text", "Hello there, my friend.", "-o", str(out),
+                 "--quiet"]) == 0
+    info = probe(out)
+    h, w = load_avatar(tiny_avatar).base.shape[1:3]
+    assert (info["width"], info["height"]) == (w, h) and info["video_frames"] > 25 and info["audio_codec"]
+    assert main(["generate", "--avatar", str(tiny_avatar), "--image", "x.png", "--text", "Hi.", "-o",
+                 str(tmp_path / "y.mp4")]) == 2
+
+
+def test_reenact_follows_the_video_in_its_own_frames(tiny_avatar, talking_video, tmp_path):
+    from talkhead.data.video import read_frames
+    from talkhead.video import probe
+
+    video, _ = talking_video
+    out = tmp_path / "re.mp4"
+    assert main(["avatar", "reenact", str(tiny_avatar), str(video), "-o", str(out), "--quiet"]) == 0
+    real, drawn = read_frames(video), read_frames(out)
+    assert drawn.shape == real.shape and probe(out)["audio_codec"]  # same size and framing, the video's sound
+    psnr = 10 * np.log10(255.0 ** 2 / np.mean((drawn.astype(float) - real) ** 2))
+    assert psnr > 24, psnr  # the frame is the video's own; only the lower face is redrawn
+    assert main(["avatar", "reenact", str(tiny_avatar), str(tmp_path / "none.mp4"), "-o", str(out)]) == 2

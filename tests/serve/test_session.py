@@ -1,0 +1,75 @@
+"""A say of several sentences is spoken as it is synthesised (``LiveSession.say_sentences``): all its audio
+arrives, in order, an interrupt stops it, and the Piper voice speaks live."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+
+from talkhead.audio.tts import speak_stream
+from test_app import _collect, _open, _video
+
+SENTENCES = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
+             "It's easy to tell the depth of a well. These days a chicken leg is a rare dish.")
+
+
+def _speech(msgs) -> tuple[list[dict], np.ndarray]:
+    events = [m for _, m in msgs if isinstance(m, dict)]
+    audio = [m for _, m in msgs if isinstance(m, tuple) and m[0] == "A"]
+    return events, np.frombuffer(b"".join(a[2] for a in audio), "<i2").astype(np.float32) / 32767
+
+
+def test_a_say_of_several_sentences_brings_all_of_them_in_order(server):
+    expected = np.concatenate([s.wav for s in speak_stream(SENTENCES, "us-female")])  # espeak: deterministic
+
+    async def go():
+        ws, _ = await _open(server)
+        t_say = time.perf_counter()
+        await ws.send(json.dumps({"type": "say", "text": SENTENCES}))
+        msgs = await _collect(ws, 30.0, until="done")
+        events, pcm = _speech(msgs)
+        assert [e["type"] for e in events] == ["speaking", "done"]
+        speaking = next(t for t, m in msgs if isinstance(m, dict) and m["type"] == "speaking")
+        assert speaking - t_say < 5.0  # after its first 5 s of speech (4 s blocks), not after all of it
+        assert len(pcm) == int(np.ceil(len(expected) / 640)) * 640  # one 40 ms slice per frame of speech
+        got = pcm[:len(expected)]
+        assert np.abs(got - np.clip(expected, -1, 1)).max() < 2e-4  # every sentence's audio, in order
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_an_interrupt_stops_a_long_say_and_idle_goes_on(server):
+    async def go():
+        ws, _ = await _open(server)
+        await ws.send(json.dumps({"type": "say", "text": " ".join([SENTENCES] * 12)}))  # about 2,000 characters
+        await _collect(ws, 10.0, until="speaking")
+        await _collect(ws, 0.5)
+        await ws.send(json.dumps({"type": "interrupt"}))
+        msgs = await _collect(ws, 2.0)
+        stop = next(i for i, (_, m) in enumerate(msgs) if isinstance(m, dict) and m["type"] == "interrupted")
+        assert not [m for _, m in msgs[stop + 1:] if isinstance(m, tuple) and m[0] == "A"]
+        assert len(_video(msgs[stop + 1:])) >= 40
+        await ws.close()
+
+    asyncio.run(go())
+
+
+def test_the_piper_voice_speaks_live(server):
+    async def go():
+        ws, ready = await _open(server, voice="joe")
+        assert ready["type"] == "ready"
+        await ws.send(json.dumps({"type": "say", "text": "Hello from Joe. This is a second sentence."}))
+        msgs = await _collect(ws, 30.0, until="done")
+        events, pcm = _speech(msgs)
+        assert [e["type"] for e in events] == ["speaking", "done"]
+        assert len(pcm) > 16_000 and np.abs(pcm).max() > 0.1
+        await ws.close()
+        ws, bad = await _open(server, voice="jim")
+        assert bad["type"] == "error" and "jim" in bad["message"]
+        await ws.close()
+
+    asyncio.run(go())

@@ -1,0 +1,81 @@
+"""``talkhead avatar train``: one person's video -> one self-describing .avatar; resumable; bad input refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from talkhead.cli import main
+from talkhead.render.avatar import load_avatar
+from talkhead.render.latent.engine import load_engine
+
+
+def test_trained_avatar_describes_itself(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    work = tiny_avatar.with_name(tiny_avatar.name + ".work")
+    info = json.loads((work / "train.json").read_text())
+    assert av.meta["kind"] == "talkhead-avatar" and av.meta["train"]["engine"] == "teacher.safetensors"
+    assert av.engine.cfg.context == 4 and av.engine.cfg.geometry == 2
+    assert av.engine.bridge and av.engine.timesteps == [800, 400]  # the default: a 2-step bridge from the reference
+    student = load_engine(work / "student-1.safetensors")
+    assert student.bridge and student.timesteps == [800] and student.cfg.prediction == "v"
+    assert av.side % 16 == 0 and av.reference.shape == (av.side, av.side, 3)
+    assert len(av.base) == 25 and av.base_affine.shape == (25, 2, 3) and av.base_motion.shape == (25, 58)
+    assert set(info["wall_s"]) >= {"ingest_s", "vae_s", "teacher_s", "student1_s", "total_s"}
+    assert info["report"]["talk.mp4"]["lost"] == []
+
+
+def _cli_args(video, out):
+    return ["avatar", "train", str(video), "--out", str(out), "--min-seconds", "3", "--fit-iters", "100",
+            "--vae-widths", "8,16", "--vae-batch", "4", "--vae-patch", "48", "--widths", "8,16,16",
+            "--batch", "4", "--students", "1", "--ship", "1", "--base-seconds", "1",
+            "--student-steps", "10", "--teacher-steps", "30", "--quiet"]
+
+
+def test_train_resumes_after_sigkill(talking_video, tmp_path):
+    video, _ = talking_video
+    out = tmp_path / "me.avatar"
+    args = _cli_args(video, out) + ["--vae-steps", "400"]  # checkpoints every 100 steps
+    proc = subprocess.Popen([sys.executable, "-m", "talkhead.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    state = tmp_path / "me.avatar.work" / "vae.state.pt"
+    deadline = time.time() + 240
+    while not state.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert state.exists(), "the VAE stage never checkpointed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()  # nothing half-written
+    args = _cli_args(video, out) + ["--vae-steps", "150"]  # the rerun continues (to a shorter count)
+    assert main(args) == 0
+    av = load_avatar(out)
+    assert av.meta["train"]["engine"] == "student-1.safetensors"
+    assert "ingest_s" in av.meta["train"]["wall_s"]
+
+
+@pytest.mark.parametrize("case", ["short", "noface", "corrupt", "missing"])
+def test_bad_videos_are_refused_in_one_line(case, talking_video, tmp_path, capsys):
+    from talkhead.video import write_mp4
+
+    video = tmp_path / f"{case}.mp4"
+    if case == "short":
+        video = talking_video[0]
+    elif case == "noface":
+        write_mp4(video, [np.full((96, 96, 3), 100, np.uint8)] * 30, None)
+    elif case == "corrupt":
+        video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(4000))
+    out = tmp_path / "x.avatar"
+    argv = ["avatar", "train", str(video), "--out", str(out), "--quiet"]  # the default: 10 s at least
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("talkhead: error:")
+    word = {"short": "too short", "noface": "no face", "corrupt": "cannot read", "missing": "no such video"}[case]
+    assert word in err[0]
+    assert not out.exists()
