@@ -20,7 +20,7 @@ def test_the_page_talks_and_stops_when_interrupted(server):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         page = browser.new_page()
-        page.goto(f"http://{server}/")
+        page.goto(f"http://{server}/?transport=websocket")  # the WebSocket path (WebRTC: test_webrtc.py)
         page.wait_for_function("window.talkhead.framesShown > 25", timeout=20_000)  # idle frames drawn
         page.click("#say")
         page.wait_for_function("window.talkhead.speaking && window.talkhead.speechFrames > 10", timeout=20_000)

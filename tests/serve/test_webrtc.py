@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +15,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("aiortc")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")  # Debian's, as test_page.py
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required"]
 
 
 def _post(server: str, body: bytes):
@@ -31,13 +35,18 @@ def _status(server: str) -> dict:
         return json.loads(r.read())
 
 
-async def _freed(server: str, timeout: float = 8.0) -> dict:
+def _freed_now(server: str, timeout: float = 8.0) -> dict:
+    """The server's status once no session and no peer is left (or at the timeout)."""
     deadline = time.perf_counter() + timeout
     while True:
-        s = await asyncio.to_thread(_status, server)
+        s = _status(server)
         if (s["sessions"], s["webrtc_peers"]) == (0, 0) or time.perf_counter() > deadline:
             return s
-        await asyncio.sleep(0.2)
+        time.sleep(0.2)
+
+
+async def _freed(server: str, timeout: float = 8.0) -> dict:
+    return await asyncio.to_thread(_freed_now, server, timeout)
 
 
 class _Client:
@@ -182,3 +191,36 @@ def test_webrtc_sessions_count_against_the_limit_and_a_peer_that_never_connects_
         assert (await _freed(server))["sessions"] == 0
 
     asyncio.run(go())
+
+
+def test_the_page_plays_over_webrtc_in_chromium(server):
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium (see .ci/run)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page()
+        page.goto(f"http://{server}/")
+        page.wait_for_function("window.talkhead.framesShown > 25", timeout=20_000)
+        assert page.evaluate("[window.talkhead.transport, window.talkhead.webrtcError]") == ["webrtc", None]
+        page.click("#say")
+        page.wait_for_function("window.talkhead.speaking && window.talkhead.speechFrames > 10", timeout=20_000)
+        quality = page.evaluate("document.getElementById('video').getVideoPlaybackQuality().totalVideoFrames")
+        assert quality > 35  # decoded by the browser's own VP8 decoder
+        energy = page.evaluate("""async () => {
+            const stats = await window.talkhead.pc.getStats();
+            return [...stats.values()].filter((s) => s.type === "inbound-rtp" && s.kind === "audio")[0].totalAudioEnergy;
+        }""")
+        assert energy > 0.01  # speech played from the Opus track
+        page.click("#interrupt")
+        page.wait_for_function("window.talkhead.last && window.talkhead.last.type === 'interrupted'", timeout=5_000)
+        before, shown = page.evaluate("[window.talkhead.speechFrames, window.talkhead.framesShown]")
+        page.wait_for_timeout(500)
+        assert page.evaluate("window.talkhead.speechFrames") == before and not page.evaluate("window.talkhead.speaking")
+        assert page.evaluate("window.talkhead.framesShown") >= shown + 8  # idle frames go on
+        page.goto("about:blank")  # leaving the page ends its session
+        t0 = time.perf_counter()
+        assert _freed_now(server, 10.0)["sessions"] == 0
+        print(f"freed {time.perf_counter() - t0:.2f} s after leaving the page")
+        browser.close()
