@@ -3,7 +3,7 @@
 # Usage (after `talkhead bench avatar`, which makes runs/avatar-bench): python recipes/avatar_vae_sharpness.py LATENT STEPS PATCH
 import sys, time, json, numpy as np, torch
 torch.set_num_threads(1)
-from talkhead.train.avatar import _load_data
+from talkhead.train.avatar import load_data
 from talkhead.render.latent.vae import FaceVAE, VAEConfig, as_batch
 from talkhead.train.vae import VAEObjective
 from talkhead.train.loop import FitConfig, fit
@@ -12,7 +12,7 @@ from talkhead.data.video import read_frames
 from talkhead.data.avatar import extract
 from talkhead.bench.avatar import laplacian_var
 latent, steps, patch = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-d=_load_data("runs/avatar-bench/cap12.avatar.work/data.npz", 4)
+d=load_data("runs/avatar-bench/cap12.avatar.work/data.npz", 4)
 frames=np.concatenate([c["frames"] for c in d.clips])
 cfg=VAEConfig(size=128, widths=(32,64), latent=latent)
 torch.manual_seed(0); vae=FaceVAE(cfg)

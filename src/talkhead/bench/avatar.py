@@ -155,12 +155,12 @@ def _crops(frames: np.ndarray, aff: np.ndarray, side: int) -> np.ndarray:
 
 def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) -> tuple[dict, dict]:
     """Train (or resume) the pair's avatar and measure it and the two baselines on the held-out frames."""
-    from talkhead.train.avatar import _load_data
+    from talkhead.train.avatar import load_data
 
     train_videos, held = _pair_videos(name, cfg, work)
     info = train_avatar(train_videos, work / f"{name}.avatar", cfg.train, progress=progress)
     avatar = load_avatar(work / f"{name}.avatar")
-    d = _load_data(work / f"{name}.avatar.work" / "data.npz", avatar.engine.vae.down)
+    d = load_data(work / f"{name}.avatar.work" / "data.npz", avatar.engine.vae.down)
     train = {"frames": np.concatenate([c["frames"] for c in d.clips]), "motion": np.concatenate([c["motion"] for c in d.clips])}
     h = _held_out(avatar, held)
     drawn, ms = _redraw(avatar, h, cfg.seed)

@@ -126,7 +126,7 @@ def masks(landmarks_crop: np.ndarray, side: int, cfg: AvatarDataConfig) -> tuple
     soft = img.filter(ImageFilter.GaussianBlur(max(1.0, side / 40)))
     # Inside the drawn region the paste is whole; the blur fades it out across the edge.
     paste = np.maximum(np.asarray(soft, np.float32) / 255, 0.0)
-    paste = np.clip(paste * 2 - 0.0, 0, 1) * (np.asarray(hard) > 0)
+    paste = np.clip(paste * 2, 0, 1) * (np.asarray(hard) > 0)
     return paste.astype(np.float32), np.asarray(hard) > 0
 
 
@@ -247,9 +247,9 @@ def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool) -> tuple[np.
     return frames, keep, pts
 
 
-def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), grid_down: int | None = None,
-           progress: bool = True) -> AvatarData:
-    """Crops, fitted motion, context crops and mouth maps of one person's videos (see the module's text)."""
+def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), progress: bool = True) -> AvatarData:
+    """Crops, fitted motion, crop maps and masks of one person's videos (see the module's text); ``condition``
+    adds what the denoiser sees."""
     from talkhead.data.video import VideoConfig, fit_motion
 
     clips, report, geo = [], {}, None
@@ -279,9 +279,14 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
     crop_points = apply(invert(crop_to_ref), ref_points)
     paste, hidden = masks(crop_points, side, cfg)
     reference = clips[0]["frames"][0]
-    grid = side // (grid_down or (4 if side <= 128 else 8))
     for c in clips:
         c["reference"] = reference
-        c["context"] = context(c["frames"], hidden)
-        c["maps"] = mouth_maps_for(crop_points, c["motion"], side, grid)
     return AvatarData(side, clips, reference, ref_points, crop_to_ref, crop_points, paste, hidden, report)
+
+
+def condition(d: AvatarData, grid: int) -> AvatarData:
+    """Give each clip what the denoiser is conditioned on: its context crops and mouth maps at ``grid`` cells."""
+    for c in d.clips:
+        c["context"] = context(c["frames"], d.hidden)
+        c["maps"] = mouth_maps_for(d.crop_points, c["motion"], d.side, grid)
+    return d

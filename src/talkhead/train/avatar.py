@@ -82,22 +82,21 @@ def _save_data(path: Path, d: AvatarData) -> None:
     atomic_write(path, buf.getvalue())
 
 
-def _load_data(path: Path, grid_down: int) -> AvatarData:
-    from talkhead.data.avatar import context, mouth_maps_for
+def load_data(path: Path, grid_down: int) -> AvatarData:
+    """``data.npz`` back as ``AvatarData``, conditioned for a VAE ``grid_down`` pixels a latent cell."""
+    from talkhead.data.avatar import condition
 
     z = np.load(path)
     n = len({k.split("/")[0] for k in z.files if k.startswith("clip")})
-    side = int(z["side"])
     clips = []
     for i in range(n):
         c = {k: z[f"clip{i}/{k}"] for k in ("frames", "motion", "affine", "frame_index")}
-        c["video"] = str(z[f"clip{i}/video"])
-        c["reference"] = z["reference"]
-        c["context"] = context(c["frames"], z["hidden"])
-        c["maps"] = mouth_maps_for(z["crop_points"], c["motion"], side, side // grid_down)
+        c["video"], c["reference"] = str(z[f"clip{i}/video"]), z["reference"]
         clips.append(c)
-    return AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
-                      z["hidden"], json.loads(str(z["report"])))
+    side = int(z["side"])
+    d = AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
+                   z["hidden"], json.loads(str(z["report"])))
+    return condition(d, side // grid_down)
 
 
 def bridge_grid(t0: int, steps: int) -> list[int]:
@@ -197,7 +196,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     clock.lap("ingest_s")
     side = int(np.load(data_path)["side"])
     down = 2 ** len(vae_widths(side, cfg))
-    d = _load_data(data_path, down)
+    d = load_data(data_path, down)
     log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
     vae_path = work / "vae.safetensors"
     if not _done(vae_path, cfg.vae_steps):
