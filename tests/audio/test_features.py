@@ -99,3 +99,22 @@ def test_telephone_removes_the_upper_band(arctic):
     f = np.fft.rfftfreq(len(arctic), 1 / 16_000)
     share = lambda x: spec(x)[f > 4500].sum() / spec(x).sum()
     assert share(arctic) > 1e-3 and share(t) < 0.05 * share(arctic)
+
+
+def test_right_context_sets_when_a_row_is_out_and_the_left_context_only_what_it_sees(arctic):
+    """Live speech: 2-frame blocks, 0.4 s of context before and 2 frames after; a row waits for those 2 only,
+    chunking still does not matter, and the rows follow the whole clip's (they see little of the future)."""
+    cfg = FeatureConfig(kind="whisper")
+    audio = arctic[: 16000 * 2]
+    at_once = FeatureStream(cfg, block_s=0.08, context_s=0.4, right_s=0.08)
+    whole = torch.cat([at_once.push(audio), at_once.flush()])
+    pieces, rows = FeatureStream(cfg, block_s=0.08, context_s=0.4, right_s=0.08), []
+    for s in range(0, len(audio), 640):
+        rows.append(pieces.push(audio[s:s + 640]))
+        frames_in = (s + 640) // 640
+        assert sum(len(r) for r in rows) == max(0, (frames_in - 2) // 2 * 2)  # blocks of 2 after 2 more frames
+    rows.append(pieces.flush())
+    assert torch.equal(torch.cat(rows), whole)
+    offline = extract(audio, cfg)
+    r = np.corrcoef(whole[5:-5].ravel(), offline[5:-5].ravel())[0, 1]
+    assert 0.5 < r < 0.999  # like the whole clip's rows, but not the same: the future is missing

@@ -11,10 +11,12 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from talkhead.cli import main
 from talkhead.render.avatar import load_avatar
 from talkhead.render.latent.engine import load_engine
+from talkhead.render.latent.vae import load_vae
 
 
 def test_trained_avatar_describes_itself(tiny_avatar):
@@ -28,7 +30,13 @@ def test_trained_avatar_describes_itself(tiny_avatar):
     assert student.bridge and student.timesteps == [800] and student.cfg.prediction == "v"
     assert av.side % 16 == 0 and av.reference.shape == (av.side, av.side, 3)
     assert len(av.base) == 25 and av.base_affine.shape == (25, 2, 3) and av.base_motion.shape == (25, 58)
-    assert set(info["wall_s"]) >= {"ingest_s", "vae_s", "teacher_s", "student1_s", "total_s"}
+    assert set(info["wall_s"]) >= {"ingest_s", "vae_s", "decoder_s", "teacher_s", "student1_s", "total_s"}
+    # The shipped VAE: the critic-sharpened decoder over the first stage's (frozen) encoder.
+    first, sharp = load_vae(work / "vae.safetensors").state_dict(), load_vae(work / "decoder.safetensors").state_dict()
+    shipped = av.engine.vae.state_dict()
+    assert all(torch.equal(shipped[k], first[k]) for k in first if k.startswith("encoder."))
+    assert all(torch.equal(shipped[k], sharp[k]) for k in sharp)
+    assert any(not torch.equal(first[k], sharp[k]) for k in first if k.startswith("decoder."))
     assert info["report"]["talk.mp4"]["lost"] == []
 
 
@@ -36,7 +44,7 @@ def _cli_args(video, out):
     return ["avatar", "train", str(video), "--out", str(out), "--min-seconds", "3", "--fit-iters", "100",
             "--vae-widths", "8,16", "--vae-batch", "4", "--vae-patch", "48", "--widths", "8,16,16",
             "--batch", "4", "--students", "1", "--ship", "1", "--base-seconds", "1",
-            "--student-steps", "10", "--teacher-steps", "30", "--quiet"]
+            "--student-steps", "10", "--teacher-steps", "30", "--critic", "0.2", "--critic-steps", "8", "--quiet"]
 
 
 def test_train_resumes_after_sigkill(talking_video, tmp_path):

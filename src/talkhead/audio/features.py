@@ -117,9 +117,13 @@ class FeatureStream:
     A live caller trades quality for latency with shorter blocks.
     """
 
-    def __init__(self, cfg: FeatureConfig = FeatureConfig(), block_s: float = 28.0, context_s: float = 1.0) -> None:
+    def __init__(self, cfg: FeatureConfig = FeatureConfig(), block_s: float = 28.0, context_s: float = 1.0,
+                 right_s: float | None = None) -> None:
+        # ``right_s``: the context after a block (default ``context_s``); live speech waits for it, so a
+        # live caller keeps it short and the context before long, which costs compute but no latency.
         self.cfg, self.hop = cfg, cfg.sample_rate // FPS
         self.block, self.ctx = max(1, round(block_s * FPS)), max(0, round(context_s * FPS))
+        self.right = self.ctx if right_s is None else max(0, round(right_s * FPS))
         self._buf = np.zeros(0, np.float32)  # audio from frame self._origin on
         self._origin = 0  # the frame the buffer starts at (older audio is dropped)
         self._samples = 0  # audio received in all
@@ -131,8 +135,8 @@ class FeatureStream:
         self._buf = np.concatenate([self._buf, x])
         self._samples += len(x)
         rows = []
-        while self._next + self.block + self.ctx <= self._samples // self.hop:
-            rows.append(self._compute(self._next + self.block + self.ctx))
+        while self._next + self.block + self.right <= self._samples // self.hop:
+            rows.append(self._compute(self._next + self.block + self.right))
         return self._cat(rows)
 
     def flush(self) -> torch.Tensor:
@@ -143,7 +147,7 @@ class FeatureStream:
         rows = []
         while self._next < total:
             left = total - self._next
-            rows.append(self._compute(min(total, self._next + self.block + self.ctx))[:left])
+            rows.append(self._compute(min(total, self._next + self.block + self.right))[:left])
         return self._cat(rows)
 
     def _compute(self, hi: int) -> torch.Tensor:

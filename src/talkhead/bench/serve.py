@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import struct
 import time
 from pathlib import Path
@@ -22,11 +23,15 @@ from talkhead.util import atomic_write
 SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over the bay."
 
 
-async def _session(server: str):
+SPEECH = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
+LONG_TEXT = " ".join([SENTENCE] * 64)[:5000]  # a 5,000-character say
+
+
+async def _session(server: str, voice: str | None = None):
     import websockets
 
     ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22)
-    await ws.send(json.dumps({"type": "start"}))
+    await ws.send(json.dumps({"type": "start", **({"voice": voice} if voice else {})}))
     await ws.recv()
     return ws
 
@@ -48,21 +53,28 @@ async def _until_done(ws) -> None:
         pass
 
 
-async def _say_latency(server: str, repeats: int) -> list[float]:
-    ws, out = await _session(server), []
+async def _say_latency(server: str, repeats: int, voice: str | None = None, text: str = "Hello there.") -> list[float]:
+    ws, out = await _session(server, voice), []
     for _ in range(repeats):
         await asyncio.sleep(0.5)
         t0 = time.perf_counter()
-        await ws.send(json.dumps({"type": "say", "text": "Hello there."}))
+        await ws.send(json.dumps({"type": "say", "text": text}))
         out.append(await _until_speech(ws, t0))
-        await _until_done(ws)
+        if len(text) > 200:  # a long say is cut short once it has started: its first frame is the measure
+            await ws.send(json.dumps({"type": "interrupt"}))
+            while not (isinstance(m := await _recv(ws), dict) and m["type"] in ("interrupted", "done")):
+                pass
+        else:
+            await _until_done(ws)
     await ws.close()
     return out
 
 
-async def _audio_latency(server: str, pcm: bytes, repeats: int) -> list[float]:
+async def _audio_latency(server: str, recordings: list[bytes]) -> list[float]:
+    """Each recording (PCM16) sent as a microphone makes it: first chunk -> the first frame of its speech."""
     ws, out = await _session(server), []
-    for _ in range(repeats):
+    for pcm in recordings:
+        await asyncio.sleep(0.3)
         t0 = time.perf_counter()
 
         async def send() -> None:
@@ -150,26 +162,35 @@ async def _concurrent(server: str, n: int, seconds: float) -> dict:
             "interval_ms_p95_max": round(max(r[1] for r in res), 2)}
 
 
-def client_audio_lips(model_name: str, block_s: float = 0.2, lookahead: int = 4) -> dict:
+def client_audio_lips(model_name: str, live_name: str | None) -> dict:
     """How the live client-audio path's lips compare with offline motion of the same recordings (jawOpen r),
-    on the real recordings in tests/assets/speech, fed in 40 ms pieces after idle motion."""
+    on the real recordings in tests/assets/speech, fed in 40 ms pieces after idle motion; and how many frames
+    of audio its first frame waits for."""
     from talkhead.audio.io import load_audio
     from talkhead.metrics import pearson
     from talkhead.motion.stream import MotionStream
     from talkhead.pipeline import MotionConfig, load_model, motion_from_audio
     from talkhead.rig.spec import SPEC
-    from talkhead.serve.session import idle_track
+    from talkhead.serve.session import idle_track, live_stream_args
 
-    model, rs = load_model(model_name), []
-    for wav_path in sorted((Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech").glob("*.wav")):
+    model = load_model(model_name)
+    live = model if live_name is None else load_model(live_name)
+    view = {"block_s": 0.2, "context_s": 0.2, "lookahead": 4} if live_name is None else live_stream_args(live)
+    rs, waits = [], []
+    for wav_path in sorted(SPEECH.glob("*.wav")):
         wav = load_audio(wav_path)
-        live = MotionStream(model, 0, block_s=block_s, context_s=block_s, tail=idle_track(12, 0), lookahead=lookahead)
-        rows = [m for i in range(0, len(wav), 640) for m in live.push(wav[i:i + 640])]
-        motion = np.concatenate([*rows, *live.flush()])
+        stream, rows, first = MotionStream(live, 0, tail=idle_track(12, 0), **view), [], None
+        for i in range(0, len(wav), 640):
+            rows += list(stream.push(wav[i:i + 640]))
+            if first is None and sum(len(r) for r in rows):
+                first = i // 640 + 1
+        motion = np.concatenate([*rows, *stream.flush()])
         offline = motion_from_audio(model, wav, MotionConfig(seed=0))
         rs.append(pearson(motion[:, SPEC["jawOpen"]], offline[:, SPEC["jawOpen"]]))
-    return {"block_s": block_s, "lookahead_frames": lookahead, "recordings": len(rs),
-            "jaw_r_vs_offline_mean": round(float(np.mean(rs)), 3)}
+        waits.append(first)
+    return {"live_model": live_name, "view": view, "recordings": len(rs),
+            "jaw_r_vs_offline_mean": round(float(np.mean(rs)), 3), "jaw_r_vs_offline_min": round(float(np.min(rs)), 3),
+            "first_frame_waits_for_audio_ms": max(waits) * 40}
 
 
 def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 4, model: str | None = None,
@@ -181,12 +202,15 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
     out.mkdir(parents=True, exist_ok=True)
     from talkhead.serve.app import ServeConfig, serve_in_thread
 
-    srv, server = serve_in_thread(ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size))
-    wav = load_audio(Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0009.wav")
-    pcm = (np.clip(wav, -1, 1) * 32767).astype("<i2").tobytes()
+    load = [round(v, 2) for v in os.getloadavg()]  # the machine's other work, for the capacity table
+
+    cfg = ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size)
+    srv, server = serve_in_thread(cfg)
+    pcms = [(np.clip(load_audio(p), -1, 1) * 32767).astype("<i2").tobytes() for p in sorted(SPEECH.glob("*.wav"))]
     try:
         say = asyncio.run(_say_latency(server, 5))
-        audio = asyncio.run(_audio_latency(server, pcm, 2))
+        piper = _piper_say(server)
+        audio = asyncio.run(_audio_latency(server, pcms))
         interrupt = asyncio.run(_interrupt_latency(server, 5))
         long = asyncio.run(_long_session(server, seconds))
         concurrent = [asyncio.run(_concurrent(server, n, 10.0)) for n in range(1, max_sessions + 1)]
@@ -195,17 +219,30 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
     held = [c["sessions"] for c in concurrent if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0]
     result = {"model": model or "student-1-whisper", "size": size, "say_to_first_frame_ms": _ms(say),
               "first_audio_chunk_to_first_frame_ms": _ms(audio), "interrupt_to_last_speech_ms": _ms(interrupt),
-              "client_audio_lips": client_audio_lips(model or "student-1-whisper"),
+              "say_joe_to_first_frame_ms": piper,
+              "client_audio_lips": client_audio_lips(cfg.model, cfg.live_model),
               "long_session": {"seconds": seconds, **long}, "concurrent": concurrent,
-              "sessions_at_25fps": max(held, default=0)}
+              "sessions_at_25fps": max(held, default=0), "cpu_count": os.cpu_count(), "load_before": load,
+              "load_after": [round(v, 2) for v in os.getloadavg()]}
     atomic_write(out / "serve.json", json.dumps(result, indent=1).encode())
     _plot(result, out / "serve.png")
     return result
 
 
+def _piper_say(server: str) -> dict | None:
+    """``say`` with the Piper voice, 20 and 5,000 characters; None where piper-tts is not installed."""
+    from talkhead.audio.piper_tts import installed
+
+    if not installed("joe"):
+        return None
+    return {"chars_20": _ms(asyncio.run(_say_latency(server, 3, "joe", "Hello there, friend."))),
+            "chars_5000": _ms(asyncio.run(_say_latency(server, 3, "joe", LONG_TEXT)))}
+
+
 def _ms(values: list[float]) -> dict:
     v = np.array(values) * 1000
-    return {"median": round(float(np.median(v)), 1), "max": round(float(v.max()), 1), "runs": len(v)}
+    return {"median": round(float(np.median(v)), 1), "p95": round(float(np.percentile(v, 95)), 1),
+            "max": round(float(v.max()), 1), "runs": len(v)}
 
 
 def _plot(result: dict, path: Path) -> None:

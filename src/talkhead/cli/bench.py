@@ -106,6 +106,10 @@ def _cmd_bench_startup(args: argparse.Namespace) -> None:
 def _cmd_bench_serve(args: argparse.Namespace) -> None:
     from talkhead.bench.serve import run_serve_bench
 
+    if args.ray:
+        _cmd_bench_serve_ray(args)
+        return
+    args.seconds, args.sessions = args.seconds or 60.0, args.sessions or 4
     if args.seconds < 5 or not 1 <= args.sessions <= 16:
         raise InputError("--seconds must be at least 5 and --sessions 1..16")
     r = run_serve_bench(args.out, args.seconds, args.sessions, args.model, args.size)
@@ -114,6 +118,26 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
           f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
           f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps; "
           f"wrote {Path(args.out) / 'serve.json'}")
+
+
+def _cmd_bench_serve_ray(args: argparse.Namespace) -> None:
+    """``bench serve --ray``: sessions held at 25 fps by serve --ray with 1 and 2 replicas, and a replica killed."""
+    from talkhead.batch_ray import _import_ray
+
+    _import_ray()
+    from talkhead.bench.serve_ray import RayServeBenchConfig, run_ray_serve_bench
+
+    given = {k: v for k, v in (("seconds", args.seconds), ("sessions", args.sessions), ("model", args.model),
+                               ("max_sessions", args.max_sessions)) if v is not None}
+    replicas = tuple(args.replicas or RayServeBenchConfig().replicas)
+    if not all(1 <= r <= 8 for r in replicas) or given.get("seconds", 10) < 3 or not 1 <= given.get("sessions", 8) <= 32:
+        raise InputError("--replicas must be 1..8, --seconds at least 3 and --sessions 1..32")
+    r = run_ray_serve_bench(args.out, RayServeBenchConfig(replicas=replicas, size=args.size, **given))
+    held = ", ".join(f"{n} replica(s): {k}" for n, k in r["sessions_at_25fps"].items())
+    k = r["kill"]
+    kill = (f"; a replica killed: its {k['on_killed_replica']} sessions closed within {k['close_after_kill_s_max']} s, "
+            f"the other {k['survivors']} at {k['survivors_new_fps_min']} new frames/s") if k else ""
+    print(f"sessions at 25 fps: {held}{kill}; wrote {Path(args.out) / 'serve-ray.json'} and serve-ray.png")
 
 
 def _cmd_bench_frontend(args: argparse.Namespace) -> None:
@@ -175,10 +199,16 @@ def _register_live(bsub: argparse._SubParsersAction) -> None:
     st.set_defaults(func=_cmd_bench_startup)
     sv = bsub.add_parser("serve", help="the live server over loopback: latencies, frame pacing, sessions at 25 fps")
     sv.add_argument("--out", required=True)
-    sv.add_argument("--seconds", type=float, default=60.0, help="length of the long session")
-    sv.add_argument("--sessions", type=int, default=4, help="up to this many sessions speaking at once")
+    sv.add_argument("--seconds", type=float, default=None,
+                    help="length of the long session (default 60; with --ray: of each level, default 10)")
+    sv.add_argument("--sessions", type=int, default=None,
+                    help="up to this many sessions speaking at once (default 4; with --ray 8)")
     sv.add_argument("--model", default=None, help="motion model (default: student-1-whisper)")
     sv.add_argument("--size", type=int, default=256)
+    sv.add_argument("--ray", action="store_true",
+                    help="serve --ray on a one-node Ray cluster here: sessions at 25 fps per replica count, a replica killed")
+    sv.add_argument("--replicas", type=int, nargs="+", default=None, help="with --ray: replica counts (default 1 2)")
+    sv.add_argument("--max-sessions", type=int, default=None, help="with --ray: each replica's session limit (default 4)")
     sv.set_defaults(func=_cmd_bench_serve)
 
 
@@ -203,6 +233,19 @@ def _register_batch(bsub: argparse._SubParsersAction) -> None:
     bt.add_argument("--size", type=size_arg, default=None, help="N or WIDTHxHEIGHT (default 256)")
     bt.add_argument("--no-ray", action="store_true", help="the local pool only")
     bt.set_defaults(func=_cmd_bench_batch)
+    cp = bsub.add_parser("capacity", help="docs/scale.md's capacity table, computed from the benchmarks' JSON files")
+    cp.add_argument("--bench", default="docs/bench", help="folder of benchmark outputs (batch/, serve*/)")
+    cp.add_argument("--doc", default="docs/scale.md", help="the page whose table is rewritten (between its markers)")
+    cp.set_defaults(func=_cmd_bench_capacity)
+
+
+def _cmd_bench_capacity(args: argparse.Namespace) -> None:
+    from talkhead.bench.capacity import update_doc
+
+    if not Path(args.bench).is_dir() or not Path(args.doc).is_file():
+        raise InputError(f"no benchmark folder {args.bench} or no page {args.doc}")
+    print(update_doc(args.doc, args.bench))
+    print(f"wrote the table into {args.doc}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -28,9 +28,32 @@ def _cmd_serve(args: argparse.Namespace) -> None:
     # WebRTC host candidates follow --host: loopback only unless the server is bound beyond it.
     rtc = WebRtcConfig(ice_servers=tuple(args.ice_server), ice_username=args.ice_username,
                        ice_credential=args.ice_credential, ice_hosts=("127.0.0.1",) if loopback else None)
-    cfg = ServeConfig(max_sessions=args.max_sessions, model=args.model, size=args.size, webrtc=rtc)
+    live = None if args.live_model in ("none", "") else args.live_model
+    cfg = ServeConfig(max_sessions=args.max_sessions, model=args.model, size=args.size, webrtc=rtc,
+                      avatar_store=args.avatar_store, live_model=live)
+    if args.ray is not None:
+        _serve_on_ray(args, cfg)
+        return
+    if args.replicas is not None or args.min_replicas is not None or args.max_replicas is not None:
+        raise InputError("--replicas, --min-replicas and --max-replicas go with --ray")
     print(f"talkhead: http://{args.host}:{args.port}/ (WebSocket /v1/stream, WebRTC POST /v1/webrtc)", file=sys.stderr)
     uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level="warning", ws_max_size=cfg.max_message)
+
+
+def _serve_on_ray(args: argparse.Namespace, cfg) -> None:
+    """``serve --ray``: the same app as a Ray Serve deployment (talkhead.serve.ray_serve)."""
+    from talkhead.batch_ray import _import_ray, probe
+
+    if args.ray:
+        probe(args.ray)  # an address that does not answer: one line within seconds, before Ray is even imported
+    if args.replicas is not None and (args.min_replicas is not None or args.max_replicas is not None):
+        raise InputError("give --replicas N (a fixed count) or --min-replicas/--max-replicas (autoscaling), not both")
+    _import_ray()
+    from talkhead.serve.ray_serve import RayServeConfig, serve_forever, with_store
+
+    rc = RayServeConfig(address=args.ray or None, replicas=args.replicas or 1, min_replicas=args.min_replicas,
+                        max_replicas=args.max_replicas, replica_cpus=args.replica_cpus, host=args.host, port=args.port)
+    serve_forever(rc, with_store(cfg, args.avatar_store))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,9 +62,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--max-sessions", type=int, default=4, help="live sessions at once; more get an error")
     s.add_argument("--model", default="student-1-whisper", help="motion model (default: the fastest shipped)")
+    s.add_argument("--live-model", default="student-1-whisper-live", metavar="MODEL",
+                   help="motion model for client audio (a live student: talkhead distill live); 'none': the "
+                        "session's model over 0.2 s blocks (first frame 0.6 s after its audio)")
     s.add_argument("--size", type=int, default=256, help="frame size in pixels (square)")
     s.add_argument("--ice-server", action="append", default=[], metavar="URL",
                    help="a STUN/TURN server for WebRTC beyond this machine (repeatable; none by default)")
     s.add_argument("--ice-username", default=None, help="username for --ice-server turn: URLs")
     s.add_argument("--ice-credential", default=None, help="credential for --ice-server turn: URLs")
+    s.add_argument("--avatar-store", default=None, metavar="DIR",
+                   help="keep uploaded avatars in DIR by content id, shared by every replica and kept across restarts "
+                        "(default: memory only; with --ray, the cache folder's avatars/)")
+    r = s.add_argument_group("many sessions on Ray Serve (docs/scale.md)")
+    r.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="serve as a Ray Serve deployment: on a one-node cluster here, or the cluster at ADDRESS "
+                        "(as `ray start --head` prints it)")
+    r.add_argument("--replicas", type=int, default=None, help="replicas, each holding --max-sessions (default 1)")
+    r.add_argument("--min-replicas", type=int, default=None, help="autoscale on sessions in progress from this many")
+    r.add_argument("--max-replicas", type=int, default=None, help="... up to this many")
+    r.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica (default 1)")
     s.set_defaults(func=_cmd_serve)

@@ -79,6 +79,30 @@ def _register_distill(sub: argparse._SubParsersAction) -> None:
         m.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
         m.add_argument("--quiet", action="store_true")
         m.set_defaults(func=_cmd_distill)
+    _register_live(msub)
+
+
+def _cmd_live(args: argparse.Namespace) -> None:
+    from talkhead.train.live import LiveConfig, distill_live
+
+    set_threads(args.threads)
+    cfg = config_from_args(LiveConfig, args)
+    report = distill_live(args.base, args.data, args.out, cfg, resume=args.resume, progress=not args.quiet)
+    print(f"wrote {args.out} ({report['steps']} steps)")
+
+
+def _register_live(msub: argparse._SubParsersAction) -> None:
+    from talkhead.train.live import LiveConfig
+
+    m = msub.add_parser("live", help="fine-tune a one-step student on the features and windows of live client audio")
+    m.add_argument("--base", default="student-1-whisper", help="a one-step Whisper student (name or path)")
+    m.add_argument("--data", required=True, help="corpus directory (its training clips)")
+    m.add_argument("--out", required=True, help="the live student's .safetensors (a rerun with --resume continues)")
+    add_config_flags(m, LiveConfig)
+    m.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    m.add_argument("--resume", action="store_true", help="continue the run that wrote --out's state file")
+    m.add_argument("--quiet", action="store_true")
+    m.set_defaults(func=_cmd_live)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

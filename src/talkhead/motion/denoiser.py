@@ -100,7 +100,9 @@ class MotionTransformer(nn.Module):
         temb = self.time(timestep_embedding(t, cfg.width))[:, None]
         motion_tok = self.in_motion(x) + a
         tail_tok = torch.where(has_tail[:, None, None], self.in_tail(tail), self.no_tail[None].to(x.dtype))
-        tokens = torch.cat([self.in_ref(ref)[:, None], tail_tok, motion_tok], dim=1) + self.pos[None] + temb
+        tokens = torch.cat([self.in_ref(ref)[:, None], tail_tok, motion_tok], dim=1)
+        # A window may be shorter than trained (live speech: only its first frames are kept): the first positions.
+        tokens = tokens + self.pos[None, :tokens.shape[1]] + temb
         h = self.norm(self.blocks(tokens))
         return self.out(h[:, 1 + cfg.tail:])
 

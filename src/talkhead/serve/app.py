@@ -32,6 +32,9 @@ class ServeConfig:
 
     max_sessions: int = 4
     model: str | None = "student-1-whisper"  # the fastest shipped model; its lip sync matches the teacher's
+    # Client audio's motion (a voice agent's TTS streaming in): the live student, first frame 4 frames after its
+    # audio (talkhead.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
+    live_model: str | None = "student-1-whisper-live"
     size: int = 256
     jpeg_quality: int = 80
     max_message: int = 1 << 20
@@ -41,6 +44,8 @@ class ServeConfig:
     max_side: int = 8000
     max_audio_s: float = 600.0
     max_avatars: int = 64
+    avatar_store: str | None = None  # a folder that every replica shares (None: uploads kept in memory only)
+    max_stored_avatars: int = 1024  # files kept in the store, least recently used removed first
     webrtc: WebRtcConfig = WebRtcConfig()
 
 
@@ -56,12 +61,13 @@ def _packet(kind: bytes, index: int, payload: bytes) -> bytes:
     return kind + struct.pack("<I", index & 0xFFFFFFFF) + payload
 
 
-def create_app(cfg: ServeConfig = ServeConfig()) -> FastAPI:
+def create_app(cfg: ServeConfig = ServeConfig(), replica: str | None = None) -> FastAPI:
+    """The server's app; ``replica`` (under ``serve --ray``) names this copy in ``/v1/status`` and ``ready``."""
     from talkhead.pipeline import load_model
 
     app = FastAPI(title="talkhead", version="1")
     avatars, live = Avatars(cfg), {"sessions": 0}
-    model = _Models(cfg.model, load_model)  # loads and runs the default model once, before any session
+    model = _Models(cfg.model, load_model, cfg.live_model)  # loads and runs the default model once, before any session
 
     @app.get("/")
     def page():
@@ -85,7 +91,7 @@ def create_app(cfg: ServeConfig = ServeConfig()) -> FastAPI:
             return JSONResponse({"error": str(e)}, status_code=400)
         return Response(mp4, media_type="video/mp4")
 
-    rtc = WebRtc(cfg.webrtc, live, cfg.max_sessions, lambda sink: Connection(sink, cfg, avatars, model))
+    rtc = WebRtc(cfg.webrtc, live, cfg.max_sessions, lambda sink: Connection(sink, cfg, avatars, model, replica))
 
     @app.post("/v1/webrtc")
     async def webrtc_offer(request: Request):
@@ -98,7 +104,8 @@ def create_app(cfg: ServeConfig = ServeConfig()) -> FastAPI:
 
     @app.get("/v1/status")
     def status():
-        return {"sessions": live["sessions"], "max_sessions": cfg.max_sessions, "webrtc_peers": len(rtc.peers)}
+        out = {"sessions": live["sessions"], "max_sessions": cfg.max_sessions, "webrtc_peers": len(rtc.peers)}
+        return out if replica is None else {**out, "replica": replica}
 
     @app.websocket("/v1/stream")
     async def ws_stream(ws: WebSocket):
@@ -109,7 +116,7 @@ def create_app(cfg: ServeConfig = ServeConfig()) -> FastAPI:
             return
         live["sessions"] += 1
         try:
-            await _run_ws(ws, cfg, avatars, model)
+            await _run_ws(ws, cfg, avatars, model, replica)
         finally:
             live["sessions"] -= 1
 
@@ -119,9 +126,11 @@ def create_app(cfg: ServeConfig = ServeConfig()) -> FastAPI:
 class _Models:
     """Motion models by name, loaded once; the default one loaded and run before the first session."""
 
-    def __init__(self, default: str | None, load) -> None:
+    def __init__(self, default: str | None, load, live: str | None = None) -> None:
         self.default, self.load, self.models = default, load, {}
         _warm_up(self(None))
+        if live is not None:
+            self(live)
 
     def __call__(self, name: str | None):
         from talkhead.motion.model import shipped_models
@@ -196,9 +205,9 @@ class _WsSink:
         await self.ws.close()
 
 
-async def _run_ws(ws: WebSocket, cfg: ServeConfig, avatars: Avatars, model) -> None:
+async def _run_ws(ws: WebSocket, cfg: ServeConfig, avatars: Avatars, model, replica: str | None = None) -> None:
     """Messages from one WebSocket into its ``Connection`` until it disconnects or sends ``end``."""
-    conn = Connection(_WsSink(ws, cfg.jpeg_quality), cfg, avatars, model)
+    conn = Connection(_WsSink(ws, cfg.jpeg_quality), cfg, avatars, model, replica)
     try:
         while not conn.ended:
             msg = await ws.receive()

@@ -41,8 +41,9 @@ class Sink(Protocol):
 class Connection:
     """Commands in (``handle``), paced frames out through a ``Sink``; ``close`` frees the session."""
 
-    def __init__(self, sink: Sink, cfg, avatars, model) -> None:
+    def __init__(self, sink: Sink, cfg, avatars, model, replica: str | None = None) -> None:
         self.sink, self.cfg, self.avatars, self.model = sink, cfg, avatars, model
+        self.replica = replica  # under serve --ray: which replica holds this session (told in 'ready')
         self.session: LiveSession | None = None
         self.ended = False  # 'end' arrived: the transport is being closed
         self.frame = 0  # the next frame index sent
@@ -106,9 +107,11 @@ class Connection:
         seed = m.get("seed") or 0
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise InputError("'seed' is an integer")
-        self.session = LiveSession(model, renderer, MotionConfig(seed=seed), voice)
+        live = None if self.cfg.live_model is None else await asyncio.to_thread(self.model, self.cfg.live_model)
+        self.session = LiveSession(model, renderer, MotionConfig(seed=seed), voice, live_model=live)
         w, h = renderer.size
-        await self.sink.event({"type": "ready", "fps": FPS, "width": w, "height": h, "sample_rate": 16000})
+        ready = {"type": "ready", "fps": FPS, "width": w, "height": h, "sample_rate": 16000}
+        await self.sink.event(ready if self.replica is None else {**ready, "replica": self.replica})
         self._pacer = asyncio.create_task(self._pace())
 
     async def _say(self, m: dict) -> None:

@@ -53,15 +53,24 @@ def idle_track(n: int, seed: int) -> np.ndarray:
     return nonverbal_motion(np.zeros(n * HOP, np.float32), 16_000, [], n, np.random.default_rng(seed))
 
 
+def live_stream_args(model) -> dict:
+    """``pipeline.stream``'s settings for a live student: the view of speech it was fine-tuned on."""
+    v = model.meta["live"]
+    return {"block_s": v["block"] / FPS, "context_s": v["left"] / FPS, "right_s": v["right"] / FPS,
+            "lookahead": v["lookahead"], "step": v["step"], "window": v["window"]}
+
+
 class LiveSession:
     """Thread-safe commands in (``say``, ``audio``, ``interrupt``, ``set_renderer``), frames out (``take``)."""
 
     def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = "us-female",
-                 block_s: float = 0.2, lookahead: int = 4, sentence_block_s: float = 4.0) -> None:
-        # Client audio: 0.2 s feature blocks with 0.2 s of context, frames 4 + 2 frames after their audio
-        # (LowLatencyRunner): its first frame 0.6 s after its audio, jawOpen r 0.895 against offline motion.
+                 block_s: float = 0.2, lookahead: int = 4, sentence_block_s: float = 4.0, live_model=None) -> None:
+        # Client audio with ``live_model`` (a live student, ``train.live``): the features, windows and
+        # weights it was fine-tuned for, its first frame 2-4 frames after its audio. Without one: 0.2 s
+        # feature blocks with 0.2 s of context, frames 4 + 2 frames after their audio (LowLatencyRunner):
+        # the first frame 0.6 s after its audio, jawOpen r 0.895 against offline motion.
         self.model, self.renderer, self.motion, self.voice = model, renderer, motion, voice
-        self.block_s, self.lookahead = block_s, lookahead
+        self.block_s, self.lookahead, self.live_model = block_s, lookahead, live_model
         # A say spoken sentence by sentence: features in 4 s blocks (1 s context), so the face starts once
         # about 5 s of speech is synthesised (or the text ends) instead of after the whole text. Measured on
         # six sentences: jawOpen r 0.99 (joe) and 0.94 (us-female) against offline motion; the lookahead
@@ -208,11 +217,16 @@ class LiveSession:
             utt.audio.append(utt.wav)
         audio = _Pcm(utt)
         # Speech known whole (say) is encoded and sampled as offline; client audio as it arrives.
-        live = {} if utt.wav is not None else {"block_s": self.block_s, "context_s": self.block_s,
-                                               "lookahead": self.lookahead}
+        model, live = self.model, {}
         if utt.sentences:
             live = {"block_s": self.sentence_block_s, "context_s": 1.0}
-        frames = stream(chunks, self.model, self.renderer, self.motion, batch=2, tail=self._shown, **live)
+        elif utt.wav is None and self.live_model is not None:
+            model, live = self.live_model, live_stream_args(self.live_model)
+        elif utt.wav is None:
+            live = {"block_s": self.block_s, "context_s": self.block_s, "lookahead": self.lookahead}
+        frames = stream(chunks, model, self.renderer, self.motion, batch=2, tail=self._shown, **live)
+        # Each frame is held until the next exists, so the last one can say so. (Showing the first at once
+        # would gain 2 frames on live speech but stall the next: it waits for 2 more frames of audio.)
         pending, first = None, True
         for f in frames:
             if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once

@@ -46,13 +46,63 @@ def augment(x: Tensor, gen: torch.Generator) -> Tensor:
     return torch.where(grey[:, None, None, None], x.mean(dim=1, keepdim=True).expand_as(x), x)
 
 
+class PatchCritic(nn.Module):
+    """A small convolutional critic: images [B, 3, S, S] in [0, 1] -> realness logits [B, 1, S/8, S/8]."""
+
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        sn = nn.utils.parametrizations.spectral_norm  # keeps the critic smooth, so one step per VAE step is stable
+        layers: list[nn.Module] = []
+        for a, b in ((3, width), (width, 2 * width), (2 * width, 4 * width)):
+            layers += [sn(nn.Conv2d(a, b, 4, stride=2, padding=1)), nn.LeakyReLU(0.2)]
+        self.net = nn.Sequential(*layers, sn(nn.Conv2d(4 * width, 1, 3, padding=1)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x * 2 - 1)
+
+
+class Adversary:
+    """The hinge GAN term of a VAE's loss: owns its critic and the critic's optimiser (state for resume).
+
+    L1 and gradient losses average over what the decoder cannot know (skin grain, stubble, the sheen
+    of teeth), which reads as blur; a critic that tells real patches from decoded ones asks for
+    texture of the right statistics instead. Used to fine-tune a decoder (``decoder_only``).
+    """
+
+    def __init__(self, weight: float, lr: float = 2e-4, seed: int = 0) -> None:
+        torch.manual_seed(seed)
+        self.weight, self.critic = weight, PatchCritic()
+        self.opt = torch.optim.Adam(self.critic.parameters(), lr=lr, betas=(0.5, 0.9))
+
+    def __call__(self, recon: Tensor, x: Tensor) -> Tensor:
+        """One critic step on this batch, then the generator's term (``weight`` x -critic(recon))."""
+        self.opt.zero_grad(set_to_none=True)
+        d = torch.relu(1 - self.critic(x)).mean() + torch.relu(1 + self.critic(recon.detach())).mean()
+        d.backward()
+        self.opt.step()
+        for p in self.critic.parameters():  # the generator's backward must not touch the critic
+            p.requires_grad_(False)
+        g = -self.critic(recon).mean()
+        for p in self.critic.parameters():
+            p.requires_grad_(True)
+        return self.weight * g
+
+    def state_dict(self) -> dict:
+        return {"critic": self.critic.state_dict(), "opt": self.opt.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.critic.load_state_dict(state["critic"])
+        self.opt.load_state_dict(state["opt"])
+
+
 class VAEObjective:
     """Random crops from the training identities; the loss of one batch (``train.loop.Objective``)."""
 
-    def __init__(self, frames: np.ndarray, cfg: VAEConfig, batch: int, patch: int = 0) -> None:
+    def __init__(self, frames: np.ndarray, cfg: VAEConfig, batch: int, patch: int = 0,
+                 adversary: Adversary | None = None) -> None:
         # ``patch`` > 0: train on random square patches of that side (the network is convolutional, so
         # it learns the same local code at a fraction of the cost per step).
-        self.frames, self.cfg, self.batch, self.patch = frames, cfg, batch, patch
+        self.frames, self.cfg, self.batch, self.patch, self.adversary = frames, cfg, batch, patch, adversary
 
     def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor:
         idx = torch.randint(0, len(self.frames), (self.batch,), generator=gen).numpy()
@@ -65,7 +115,15 @@ class VAEObjective:
         if self.cfg.augment:
             x = augment(x, gen)
         recon, mean, logvar = module(x, gen)
-        return vae_loss(recon, x, mean, logvar, self.cfg)
+        loss = vae_loss(recon, x, mean, logvar, self.cfg)
+        return loss if self.adversary is None else loss + self.adversary(recon, x)
+
+    def state_dict(self) -> dict | None:
+        return None if self.adversary is None else self.adversary.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.adversary is not None:
+            self.adversary.load_state_dict(state)
 
 
 @torch.no_grad()

@@ -1,0 +1,139 @@
+"""``serve --ray``: the app as a Ray Serve deployment of 2 replicas on a one-node cluster the test starts.
+
+Real WebSocket sessions through Serve's proxy: they spread over both replicas, an avatar uploaded once is
+drawn on either, and killing one replica's process closes its sessions only, the others' frames go on."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import socket
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+import websockets
+
+from talkhead.cli import main
+
+ray = pytest.importorskip("ray")  # CI installs it (the test extra): there this module runs
+pytestmark = pytest.mark.filterwarnings("ignore:Using extra keyword arguments on `Field`")  # Ray's own pydantic use
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """2 replicas of 2 sessions each, 64 px frames, a store in a temporary folder: ("127.0.0.1:PORT", store)."""
+    from ray import serve
+
+    from talkhead.serve.app import ServeConfig
+    from talkhead.serve.ray_serve import RayServeConfig, deploy
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    store, port = tmp_path_factory.mktemp("avatars"), _free_port()
+    owned = deploy(RayServeConfig(replicas=2, port=port), ServeConfig(max_sessions=2, size=64, avatar_store=str(store)))
+    assert not owned  # the test's own cluster: deploy used it
+    yield f"127.0.0.1:{port}", store
+    serve.shutdown()
+    ray.shutdown()
+
+
+async def _start(server: str, **start):
+    ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22, open_timeout=30)
+    await ws.send(json.dumps({"type": "start", **start}))
+    return ws, json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+
+async def _frames(ws, seconds: float) -> tuple[int, str | None]:
+    """Video frames received over ``seconds`` and, if the socket closed, how (else None)."""
+    n, end = 0, time.perf_counter() + seconds
+    try:
+        while (left := end - time.perf_counter()) > 0:
+            try:
+                m = await asyncio.wait_for(ws.recv(), left)
+            except asyncio.TimeoutError:
+                break
+            n += isinstance(m, bytes) and m[:1] == b"V"
+    except websockets.ConnectionClosed as e:
+        return n, f"closed ({e.rcvd.code if e.rcvd else 1006})"
+    return n, None
+
+
+def _upload(server: str) -> str:
+    from PIL import Image
+
+    from talkhead.render.face import default_photo
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(default_photo()[:, ::-1])).save(buf, format="PNG")  # a face no one has yet
+    req = urllib.request.Request(f"http://{server}/v1/avatars", data=buf.getvalue(), method="POST")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())["avatar"]
+
+
+# The tests without a cluster come first: the cluster fixture stays up from its first use to the module's end.
+def test_an_address_that_does_not_answer_is_exit_2_within_seconds(capsys):
+    port = _free_port()  # nobody listens there
+    t = time.perf_counter()
+    assert main(["serve", "--ray", f"127.0.0.1:{port}", "--replicas", "2"]) == 2
+    assert time.perf_counter() - t < 5
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"127.0.0.1:{port}: no Ray cluster answers there" in err
+
+
+def test_a_port_in_use_is_refused_before_a_cluster_starts(capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert main(["serve", "--ray", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    assert not ray.is_initialized()
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--replicas", "2"], "go with --ray"),
+    (["--ray", "--replicas", "2", "--max-replicas", "3"], "not both"),
+    (["--ray", "--min-replicas", "3", "--max-replicas", "2"], "0 <= min <= max"),
+])
+def test_replica_flags_that_cannot_work_are_refused(argv, why, capsys):
+    assert main(["serve", *argv]) == 2
+    assert why in capsys.readouterr().err
+
+
+def test_sessions_spread_over_both_replicas_use_one_upload_and_outlive_the_other_replica(deployed):
+    from talkhead.serve.ray_serve import replica_actors
+
+    server, store = deployed
+    aid = _upload(server)  # received by one replica; the other finds it in the shared store
+    assert [p.name for p in store.iterdir()] == [f"{aid}.photo"]
+
+    async def go():
+        sessions = [await _start(server, avatar=aid) for _ in range(4)]  # one by one: each sees the last placed
+        readies = [r for _, r in sessions]
+        assert all(r["type"] == "ready" and (r["width"], r["height"]) == (64, 64) for r in readies), readies
+        by_replica = {}
+        for ws, r in sessions:
+            by_replica.setdefault(r["replica"], []).append(ws)
+        assert sorted(len(v) for v in by_replica.values()) == [2, 2] and set(by_replica) <= set(replica_actors())
+        victim, survivor = sorted(by_replica)
+        ray.kill(replica_actors()[victim], no_restart=True)  # its process ends, as a crash would end it
+        t = time.perf_counter()
+        results = await asyncio.gather(*(_frames(ws, 3.0) for ws in by_replica[victim] + by_replica[survivor]))
+        dead, alive = results[:2], results[2:]
+        assert all(how is not None for _, how in dead), dead  # the dead replica's sessions are closed...
+        assert time.perf_counter() - t < 5.0
+        assert all(how is None and n >= 40 for n, how in alive), alive  # ...the others stream on at ~25 fps
+        for ws in by_replica[survivor]:
+            await ws.close()
+
+    asyncio.run(go())
