@@ -159,10 +159,11 @@ def corpus_audio(corpus: str | Path, split: str | None = "train") -> list[np.nda
 def distill_live(base: str, corpus: str | Path, out: str | Path, cfg: LiveConfig = LiveConfig(),
                  resume: bool = False, progress: bool = True) -> dict:
     """``talkhead distill live``: the live pairs of ``corpus`` (kept beside ``out``), then ``train_live``."""
+    import io
+
     from talkhead.errors import InputError
     from talkhead.pipeline import load_model
     from talkhead.util import atomic_write
-    import io
 
     out = Path(out)
     if out.suffix != ".safetensors":
