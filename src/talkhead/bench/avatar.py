@@ -28,7 +28,7 @@ import torch
 
 from talkhead.data.avatar import extract
 from talkhead.metrics import pearson
-from talkhead.render.avatar import LOWER, Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
@@ -104,9 +104,10 @@ def _warp_frames(frames: np.ndarray, keep: list[int], motion: np.ndarray) -> np.
 
 def _retrieval(avatar: Avatar, train: dict, motion: np.ndarray, frames: np.ndarray, aff: np.ndarray) -> np.ndarray:
     """Per frame, the training crop nearest in the fitted mouth channels, pasted into the frame."""
-    tm = train["motion"][:, LOWER]
-    scale = tm.std(0) + 1e-3
-    d = (((motion[:, None, LOWER] - tm[None]) / scale) ** 2).sum(-1)
+    from talkhead.data.mouths import MOUTH
+
+    tm = train["motion"][:, MOUTH]  # the issue's baseline: nearest in the fitted mouth channels, each in its spread
+    d = (((motion[:, None, MOUTH] - tm[None]) / (tm.std(0) + 1e-3)) ** 2).sum(-1)
     nearest = d.argmin(1)
     return np.stack([paste_lower_face(f, train["frames"][j], a, avatar.paste) for f, j, a in zip(frames, nearest, aff)])
 

@@ -26,14 +26,14 @@ from torch.nn import functional as F
 
 from talkhead.checkpoint import load_checkpoint, save_checkpoint
 from talkhead.data.avatar import AvatarData, apply, context, extract, invert, mouth_maps_for
+from talkhead.data.mouths import MOUTH, MouthBank, mouth_keys
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
-from talkhead.rig.spec import SPEC
 
 KIND = "talkhead-avatar"
-VERSION = 1
+VERSION = 1  # a file with a mouth bank (``bank.*``) is still version 1: without one, drawing starts from the reference
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
-LOWER = [i for i, n in enumerate(SPEC.names) if n.startswith(("jaw", "mouth", "cheek", "tongue"))]
+LOWER = MOUTH
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Avatar:
     base_affine: np.ndarray  # [B, 2, 3]
     base_motion: np.ndarray  # [B, 58]
     meta: dict
+    bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump
 
     @property
     def grid(self) -> int:
@@ -89,9 +90,20 @@ def _jpeg(frame: np.ndarray) -> np.ndarray:
     return np.frombuffer(buf.getvalue(), np.uint8)
 
 
+def bank_tensors(engine: LatentEngine, data: AvatarData) -> dict[str, torch.Tensor]:
+    """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends."""
+    frames = np.concatenate([c["frames"] for c in data.clips])
+    latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)])
+    ends = np.zeros(len(frames), np.uint8)
+    ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
+    motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
+    return {"bank.latent": latent.half(), "bank.motion": torch.from_numpy(motion), "bank.ends": torch.from_numpy(ends)}
+
+
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
-                videos: dict[str, Path]) -> None:
-    """Write the ``.avatar`` (atomically): the engine, the geometry and the base frames read again from the video."""
+                videos: dict[str, Path], bank: dict | None = None) -> None:
+    """Write the ``.avatar`` (atomically): the engine, the geometry, the base frames read again from the video and,
+    with ``bank`` ({"jump": ...}), the mouth bank (``data.mouths``)."""
     from talkhead.data.video import read_frames
 
     ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
@@ -112,10 +124,12 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
         "ref_points": torch.from_numpy(data.ref_points.astype(np.float32)),
         "crop_to_ref": torch.from_numpy(data.crop_to_ref.astype(np.float32)),
     })
+    if bank is not None:
+        tensors.update(bank_tensors(engine, data))
     own = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in own.items()}
     meta = {"kind": KIND, "version": VERSION, "side": data.side, "engine": own,
             "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},
-            "train": info}
+            "train": info, "bank": bank}
     save_checkpoint(out, tensors, meta)
 
 
@@ -138,9 +152,13 @@ def load_avatar(path: str | Path) -> Avatar:
     base = np.stack([np.asarray(Image.open(io.BytesIO(raw[off[i]:off[i + 1]].tobytes())).convert("RGB"))
                      for i in range(len(off) - 1)])
     f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine")}
+    bank = None
+    if "bank.latent" in tensors:
+        bank = {"latent": tensors["bank.latent"].float(), "motion": tensors["bank.motion"].numpy(),
+                "ends": tensors["bank.ends"].numpy().astype(bool), "jump": float(meta["bank"]["jump"])}
     return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
-                  base, f64["base.affine"], tensors["base.motion"].numpy(), meta)
+                  base, f64["base.affine"], tensors["base.motion"].numpy(), meta, bank)
 
 
 def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -186,6 +204,8 @@ class AvatarRenderer:
         self.loop = frames is None  # the avatar's own base loops; given frames are followed one for one
         self.ref = a.engine.encode(a.reference[None])
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
+        b = a.bank
+        self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
         self._ctx = a.contexts(self.base, self.affine) if self.loop else None
         self._index = 0
         h, w = self.base.shape[1:3]
@@ -206,7 +226,9 @@ class AvatarRenderer:
         drive = np.array(self.base_motion[idx], np.float32, copy=True)
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
         ctx = self._ctx[idx] if self._ctx is not None else a.contexts(self.base[idx], self.affine[idx])
-        z = a.engine.sample(self.ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
+        # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
+        ref = self.ref if self.bank is None else a.bank["latent"][self.bank.choose(mouth_keys(a.crop_points, drive, a.side))]
+        z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
                             geometry=a.maps(drive), context=ctx)
         return a.engine.decode(z)
 

@@ -62,10 +62,13 @@ class FramePairs:
 
     A clip is a dict with ``frames`` uint8 [n, S, S, 3], ``motion`` [n, 58] and ``reference`` [S, S, 3];
     optionally ``maps`` (its mouth maps [n, G, h, w]) and ``context`` (uint8 [n, S, S, 3]: the frames an
-    avatar engine sees around what it draws, encoded as latents here).
+    avatar engine sees around what it draws, encoded as latents here). ``references`` [N, k] (indices into
+    all the clips' frames): each frame's reference is one of its row's frames, drawn at random, instead of
+    its clip's reference (an avatar's mouth bank, ``data.mouths``).
     """
 
-    def __init__(self, engine: LatentEngine, clips: list[dict], cache: Path | None = None):
+    def __init__(self, engine: LatentEngine, clips: list[dict], cache: Path | None = None,
+                 references: np.ndarray | None = None):
         self.frames = np.concatenate([c["frames"] for c in clips])
         motion = np.concatenate([c["motion"] for c in clips]).astype(np.float32)
         self.motion = torch.from_numpy(motion)
@@ -85,6 +88,7 @@ class FramePairs:
             maps = [c["maps"] if "maps" in c else engine.maps({"rig": reference_rig(c["reference"])}, c["motion"])
                     for c in clips]
             self.maps = torch.cat(maps)
+        self.bank = None if references is None else torch.as_tensor(references, dtype=torch.int64)
 
     def _encode(self, engine: LatentEngine, cache: Path | None, context: np.ndarray | None) -> tuple[Tensor, Tensor | None]:
         # Encoding every crop takes minutes: a resumed run (or a student's) reuses it when the VAE,
@@ -108,8 +112,11 @@ class FramePairs:
     def sample(self, batch: int, gen: torch.Generator) -> dict[str, Tensor]:
         i = self.first[torch.randint(0, len(self.first), (batch,), generator=gen)]
         pair = torch.stack([i, i + 1], dim=1)  # [B, 2]
-        out = {"x0": self.latents[pair], "motion": self.motion[pair], "reference": self.references[self.clip_of[i]],
-               "index": pair}
+        if self.bank is None:
+            reference = self.references[self.clip_of[i]]
+        else:  # both frames of a pair start from the first one's banked mouth, as neighbours do when drawn
+            reference = self.latents[self.bank[i, torch.randint(0, self.bank.shape[1], (batch,), generator=gen)]]
+        out = {"x0": self.latents[pair], "motion": self.motion[pair], "reference": reference, "index": pair}
         if self.maps is not None:
             out["geometry"] = self.maps[pair]
         if self.context is not None:
@@ -195,35 +202,43 @@ def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig =
 
 def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict], out: str | Path,
                   cfg: LatentTrainConfig = LatentTrainConfig(), net: LatentConfig = LatentConfig(), resume: bool = False,
-                  progress: bool = True, timesteps: list[int] | None = None) -> dict:
-    """Train the noise-predicting teacher; writes ``teacher.safetensors`` (a whole engine) in ``out``.
+                  progress: bool = True, timesteps: list[int] | None = None, name: str = "teacher",
+                  init: str | Path | None = None, references: np.ndarray | None = None) -> dict:
+    """Train the noise-predicting teacher; writes ``{name}.safetensors`` (a whole engine) in ``out``.
 
     ``faces``: a crops folder or the clips themselves (``FramePairs``); ``timesteps``: the teacher's DDIM grid
-    (default 50 steps), which its students distil.
+    (default 50 steps), which its students distil. ``init``: an engine file to start from (its statistics and
+    weights: a fine-tune); ``references``: per-frame reference candidates (``FramePairs``).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    state = out / "teacher.state.pt"
+    state = out / f"{name}.state.pt"
     if state.exists() and not resume:
         raise InputError(f"{out} already holds a teacher run; pass --resume to continue it or choose a new --out")
     torch.manual_seed(cfg.seed)
     clips = faces if isinstance(faces, list) else face_clips(faces)
-    engine, stats = new_engine(vae_path, clips, net)
-    if timesteps is not None:
-        engine = LatentEngine(engine.vae, net, stats, timesteps)
-    data = FramePairs(engine, clips, cache=out / "latents.pt")
+    if init is not None:
+        start = load_engine(init)
+        engine, stats = LatentEngine(start.vae, start.cfg, start.stats(), timesteps), start.stats()
+        engine.net.load_state_dict(start.net.state_dict())
+    else:
+        engine, stats = new_engine(vae_path, clips, net)
+        if timesteps is not None:
+            engine = LatentEngine(engine.vae, net, stats, timesteps)
+    data = FramePairs(engine, clips, cache=out / "latents.pt", references=references)
     t0 = time.time()
     fit_cfg = FitConfig(steps=cfg.steps, lr=cfg.lr, warmup=min(200, cfg.steps // 10), ema=0.999, ema_warmup=True,
                         seed=cfg.seed, ckpt_every=250)
 
     def save(step: int, loss: float, avg: nn.Module) -> None:
         engine.net.load_state_dict(avg.state_dict())
-        save_engine(out / "teacher.safetensors", engine, {"train": {
+        save_engine(out / f"{name}.safetensors", engine, {"train": {
             "faces": _source(faces), "objective": "teacher", "step": step, **asdict(cfg), "pairs": len(data.first),
+            "init": None if init is None else Path(init).name, "bank": references is not None,
             "wall_s": round(time.time() - t0, 1)}})
 
     result = fit(engine.net, TeacherObjective(engine, data, cfg), fit_cfg, state, on_checkpoint=save,
-                 resume=resume, desc="latent teacher", progress=progress)
+                 resume=resume, desc=f"latent {name}", progress=progress)
     return {"steps": result.step, "loss_last": float(np.mean(result.losses[-50:])) if result.losses else None}
 
 
