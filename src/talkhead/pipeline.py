@@ -126,7 +126,7 @@ class Frame(NamedTuple):
 def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: MotionConfig = MotionConfig(),
            stride: int = 1, batch: int = 32, block_s: float = 28.0, context_s: float = 1.0,
            tail: np.ndarray | None = None, lookahead: int | None = None, right_s: float | None = None,
-           step: int = 2, window: int | None = None) -> Iterator[Frame]:
+           step: int = 2, window: int | None = None, ramp=None) -> Iterator[Frame]:
     """Speech arriving in chunks (16 kHz mono) -> frames, each as soon as it is final.
 
     Stages: audio front end in blocks (``block_s``, ``context_s``), motion windows continuing the
@@ -135,11 +135,12 @@ def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: Moti
     ``tail``: motion shown just before (rig units), which the speech continues from (a live face).
     ``lookahead`` (frames): live speech, a frame out that many frames after its audio (``LowLatencyRunner``,
     a window every ``step`` frames); ``right_s``: the audio context after a feature block (default ``context_s``).
+    ``ramp`` (``motion.stream.Ramp``): speech synthesised as it is spoken, its first frames from short windows.
     """
     from talkhead.motion.stream import MotionStream
 
     motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, block_s, context_s, tail, lookahead,
-                          right_s, step, window)
+                          right_s, step, window, ramp)
 
     def blocks() -> Iterator[np.ndarray]:
         for chunk in chunks:

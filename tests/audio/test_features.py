@@ -86,6 +86,27 @@ def test_feature_stream_rows_do_not_depend_on_how_the_audio_is_chunked(arctic, k
         torch.testing.assert_close(whole, extract(audio, cfg), atol=1e-4, rtol=0)
 
 
+def test_first_short_blocks_come_early_and_do_not_depend_on_the_chunking(arctic):
+    """A say's ramp (``first``): short blocks at the start, each out once its own context is in, then the
+    regular blocks; fed in pieces or at once the rows are the same."""
+    cfg = FeatureConfig(kind="whisper")
+    audio = np.concatenate([arctic] * 3)  # 7.8 s
+    first = ((16, 1), (24, 2), (44, 4), (80, 12))
+    at_once = FeatureStream(cfg, block_s=2.0, context_s=1.0, first=first)
+    whole = torch.cat([at_once.push(audio), at_once.flush()])
+    pieces, rows, out_at = FeatureStream(cfg, block_s=2.0, context_s=1.0, first=first), [], []
+    for s in range(0, len(audio), 640):
+        rows.append(pieces.push(audio[s:s + 640]))
+        out_at.append(sum(len(r) for r in rows))  # rows out after s // 640 + 1 frames of audio
+    rows.append(pieces.flush())
+    assert torch.equal(torch.cat(rows), whole) and len(whole) == int(np.ceil(len(audio) / 640))
+    # The first 16 rows after 17 frames of audio, 24 after 26, 44 after 48, 80 after 92; then 2 s blocks
+    # with 1 s of context: 130 after 155.
+    assert [out_at[i] for i in (15, 16, 24, 25, 46, 47, 90, 91, 153, 154)] == [0, 16, 16, 24, 24, 44, 44, 80, 80, 130]
+    with pytest.raises(ValueError):
+        FeatureStream(cfg, first=((10, 1), (10, 2)))
+
+
 def test_augment_is_seeded_and_bounded(arctic):
     a = augment(arctic, np.random.default_rng(3))
     assert a.shape == arctic.shape and a.dtype == np.float32 and np.abs(a).max() <= 1

@@ -128,3 +128,66 @@ def test_tts_cli_speaks_with_joe_and_lists_it(tmp_path, capsys) -> None:
     assert any(line.startswith("joe ") and "piper" in line for line in capsys.readouterr().out.splitlines())
     assert main(["tts", "Hi.", "--voice", "jim", "-o", str(tmp_path / "x.wav")]) == 2
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_sentence_in_pieces_is_the_whole_sentence_run() -> None:
+    """Flow and decoder run piece by piece with their context: the pieces join into the whole run, no seam."""
+    from talkhead.audio.piper_stream import spans
+
+    loaded = piper_tts.load_voice("joe")
+    v, engine = loaded.voice, loaded.engine
+    ids = v.phonemes_to_ids(v.phonemize("Tonight the weather turns cold, with strong winds over the bay.")[0])
+    prior = engine.prior(ids, np.array([0.667, 1.0, 0.8], np.float32))
+    assert prior.frames.sum() == prior.length > 200  # the durations tile the frames
+    whole = engine.audio(prior, 0, prior.length)
+    assert len(whole) == prior.length * engine.hop and np.abs(whole).max() > 0.1
+    for first, grow in ((30, 1.5), (16, 2.0), (7, 1.0)):
+        parts = [engine.audio(prior, lo, hi) for lo, hi in spans(prior.length, first, 128, grow)]
+        assert [len(p) for p in parts] == [(hi - lo) * engine.hop for lo, hi in spans(prior.length, first, 128, grow)]
+        assert np.abs(np.concatenate(parts) - whole).max() < 1e-4  # 1e-4 of full scale: no seam
+    # Without its context a piece is not the whole run's (so the comparison above can fail).
+    lo, hi = 60, 90
+    bare = engine.sessions["dec"].run(None, {engine.names["z"]: engine.sessions["flow"].run(
+        None, {engine.names["prior"]: prior.z_p[:, :, lo:hi], engine.names["mask"]: prior.mask[:, :, lo:hi]})[0]})[0]
+    assert np.abs(bare.reshape(-1) - whole[lo * engine.hop:hi * engine.hop]).max() > 0.01
+
+
+def test_spans_grow_and_leave_no_short_last_piece() -> None:
+    from talkhead.audio.piper_stream import spans
+
+    assert spans(300, 30, 128, 1.5) == [(0, 30), (30, 75), (75, 143), (143, 244), (244, 300)]
+    assert spans(40, 30) == [(0, 30), (30, 40)] and spans(10, 30) == [(0, 10)]  # the first piece stays short
+    assert spans(85, 30) == [(0, 30), (30, 85)]  # a remainder under 15 joins the piece before it
+    for n in (1, 29, 31, 113, 1000):
+        s = spans(n, 30, 128, 1.5)
+        assert s[0][0] == 0 and s[-1][1] == n and all(a[1] == b[0] for a, b in zip(s, s[1:]))
+
+
+def test_a_long_texts_first_piece_is_short_and_only_its_first_sentence_is_read(monkeypatch) -> None:
+    """A 5,000-character say: the first piece of audio is its first 0.42 s, made from its first sentence alone;
+    the pieces of a sentence join into the audio of its own whole-sentence run (same Piper noise)."""
+    from talkhead.audio.piper_stream import soft_limit
+    from talkhead.audio.tts import speech_chunks, to_sample_rate
+
+    loaded = piper_tts.load_voice("joe")
+    read, priors = [], []
+    phonemize, prior = loaded.voice.phonemize, loaded.engine.prior
+    monkeypatch.setattr(loaded.voice, "phonemize", lambda text: read.append(text) or phonemize(text))
+    monkeypatch.setattr(loaded.engine, "prior", lambda *a: priors.append(prior(*a)) or priors[-1])
+    sentences = ["Good evening.", "Tonight the weather turns cold, with strong winds over the bay."]
+    chunks = speech_chunks(" ".join(sentences * 40)[:5000], "joe")
+    first = next(chunks)
+    assert read == ["Good evening."] and len(priors) == 1  # nothing else was read or synthesised yet
+    settings = piper_tts.PiperSettings()
+    made = settings.first_frames * 256 * SAMPLE_RATE / 22_050  # 0.42 s
+    assert 0 < made - len(first) <= 11  # all of it, less the resampling filter's reach (10 samples)
+    said = [first] + [next(chunks) for _ in range(6)]  # into the second sentence
+    assert read == sentences and all(len(c) for c in said)
+    chunks.close()
+    # Sentence one, pieces joined, against its whole-sentence run from the same prior: equal, no gap.
+    p = priors[0]
+    whole = to_sample_rate(soft_limit(loaded.engine.audio(p, 0, p.length) * np.float32(settings.gain)), 22_050)
+    n = len(whole)
+    got = np.concatenate(said)[:n]
+    assert sum(len(c) for c in said) > n and np.abs(got - whole).max() < 1e-4
+    assert len(whole) == int(np.ceil(p.length * 256 * SAMPLE_RATE / 22_050))

@@ -189,3 +189,24 @@ def test_unknown_voice_is_an_input_error_listing_choices() -> None:
     with pytest.raises(InputError):
         get_voice("")
     assert get_voice("gb-male").name == "gb-male"
+
+
+def test_the_resampler_in_pieces_gives_the_whole_audio_resampled() -> None:
+    """Audio arriving in pieces of any size resamples to what the whole does, sample for sample, and each
+    output comes out once its filter's inputs are in."""
+    from talkhead.audio.tts import Resampler, to_sample_rate
+
+    rng = np.random.default_rng(0)
+    for rate in (22_050, 24_000, 44_100, 16_000):
+        x = synthesize("The birch canoe slid on the smooth planks.", "us-male").wav  # real speech...
+        x = np.concatenate([x, rng.standard_normal(3001).astype(np.float32) * 0.1])  # ...and an odd length
+        whole = to_sample_rate(x, rate)
+        r, out, fed = Resampler(rate), [], 0
+        while fed < len(x):
+            n = int(rng.integers(1, 4000))
+            out.append(r.push(x[fed:fed + n]))
+            fed += min(n, len(x) - fed)
+            behind = fed * SAMPLE_RATE / rate - sum(len(o) for o in out)
+            assert -1 < behind <= 10 * max(r.up, r.down) / r.down + 2  # held back by the filter's reach only
+        out.append(r.flush())
+        assert np.array_equal(np.concatenate(out), whole)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load
-from talkhead.motion.windows import LowLatencyRunner, WindowRunner, run_windows, window_starts
+from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
 from talkhead.motion.stream import MotionStream
 from talkhead.pipeline import MotionConfig, motion_from_audio
 
@@ -116,3 +117,73 @@ def test_low_latency_runner_is_chunk_independent_and_early():
             out.append(runner.flush())
             outs.append(torch.cat(out, 1))
         assert outs[0].shape[1] == n and all(torch.equal(o, outs[0]) for o in outs)
+
+
+def test_ramp_runner_starts_early_then_runs_the_offline_windows():
+    """A say's ramp: the first frames after a few rows, the same frames however rows arrive, and after the
+    ramp the offline windows themselves (same places, same noise), so a window function that reads only
+    its conditioning and noise gives the offline frames from the end of the ramp on."""
+    def fn(start, cond, tail, noise):
+        base = cond.sum(-1, keepdim=True).cumsum(1) + noise
+        return base if tail is None else base + tail.mean(1, keepdim=True)
+
+    def local(start, cond, tail, noise):  # ignores the tail; a frame reads rows after it too, as a network does
+        return cond.sum(-1, keepdim=True).cumsum(1) + cond.sum(-1, keepdim=True).flip(1).cumsum(1).flip(1) + noise
+
+    g = torch.Generator().manual_seed(2)
+    steps, ahead = (6, 8, 16, 40), (1, 2, 4, 10)
+    for n in (12, 40, 90, 157, 333):
+        rows, noise = torch.randn(1, n, 3, generator=g), torch.randn(1, 8, 80, 1, generator=g)
+        tail = torch.randn(1, 10, 1, generator=g)
+        outs = []
+        for window_fn in (fn, local):
+            for size in (n, 1, 3, 29):
+                runner, out = RampRunner(window_fn, lambda k: noise[:, k], torch.zeros(3), 1, steps=steps,
+                                         lookaheads=ahead), []
+                runner.continue_from(tail)
+                for s in range(0, n, size):
+                    out.append(runner.push(rows[:, s:s + size]))
+                    got, have = sum(o.shape[1] for o in out), min(s + size, n)
+                    if have >= 10 + 6 + 1:  # the tail's frames, 6 new ones and 1 of look-ahead
+                        assert got >= 16
+                    assert got <= max(10 * (have > 0), have - 1)  # nothing before its look-ahead is in
+                out.append(runner.flush())
+                outs.append(torch.cat(out, 1))
+        assert all(o.shape[1] == n for o in outs)
+        assert all(torch.equal(o, outs[0]) for o in outs[1:4]) and all(torch.equal(o, outs[4]) for o in outs[5:])
+        assert torch.equal(outs[0][:, :10], tail)  # the tail stands for the frames before the speech
+        if n > 80:  # from the end of the ramp (frame 80) on: the offline frames
+            offline = run_windows(rows, local, noise, torch.zeros(3))
+            assert torch.equal(outs[4][:, 80:], offline[:, 80:])
+            assert not torch.equal(outs[4][:, 16:80], offline[:, 16:80])  # the ramp's own windows before
+    with pytest.raises(ValueError):
+        RampRunner(fn, lambda k: noise[:, k], torch.zeros(3), 1, steps=(40, 40), lookaheads=(1, 1))
+
+
+def test_a_say_streamed_with_a_ramp_meets_the_offline_motion(tiny_teacher):
+    """Speech pushed in 40 ms pieces with a ramp: its first frames come out 10 frames after its audio, it does
+    not depend on the chunking, and its jawOpen follows the offline motion of the same audio."""
+    from talkhead.metrics import pearson
+    from talkhead.motion.stream import Ramp
+    from talkhead.rig.spec import SPEC
+
+    model = load(tiny_teacher)
+    wav = synthesize("This sentence is long enough to need several windows of motion, one after another, "
+                     "so that they have to be joined without seams.", "us-male").wav
+    tail = np.zeros((12, 58), np.float32)
+    offline = MotionStream(model, 3, 4, tail=tail)
+    whole = np.concatenate([*offline.push(wav), *offline.flush()])
+    ramp = MotionStream(model, 3, 4, tail=tail, block_s=4.0, context_s=1.0, ramp=Ramp())
+    parts, first = [], None
+    for s in range(0, len(wav), 640):
+        parts += list(ramp.push(wav[s:s + 640]))
+        if first is None and parts:
+            first = s // 640 + 1
+    got = np.concatenate([*parts, *ramp.flush()])
+    at_once = MotionStream(model, 3, 4, tail=tail, block_s=4.0, context_s=1.0, ramp=Ramp())
+    assert np.array_equal(np.concatenate([*at_once.push(wav), *at_once.flush()]), got)
+    assert first == 10 and got.shape == whole.shape
+    jaw = SPEC["jawOpen"]
+    assert pearson(got[:, jaw], whole[:, jaw]) > 0.9
+    with pytest.raises(ValueError):
+        MotionStream(model, 3, 4, ramp=Ramp())  # a ramp continues from motion shown before

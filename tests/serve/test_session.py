@@ -1,5 +1,5 @@
 """A say of several sentences is spoken as it is synthesised (``LiveSession.say_sentences``): all its audio
-arrives, in order, an interrupt stops it, and the Piper voice speaks live."""
+arrives, in order, an interrupt stops it, and the Piper voice speaks live, a sentence in pieces."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from talkhead.audio.tts import speak_stream
+from talkhead.rig.spec import SPEC
 from test_app import _collect, _open, _video
 
 SENTENCES = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
@@ -73,3 +74,41 @@ def test_the_piper_voice_speaks_live(server):
         await ws.close()
 
     asyncio.run(go())
+
+
+def test_a_piper_say_in_pieces_brings_every_piece_in_order_without_a_gap():
+    """joe's say, handed to the face in pieces as they are synthesised: every sample of every piece reaches
+    the frames' audio, in order, one 40 ms slice per frame, and only the last frame says it is the last."""
+    from talkhead.audio.tts import speech_chunks
+    from talkhead.pipeline import load_model
+    from talkhead.render import make_renderer
+    from talkhead.render.face import default_photo
+    from talkhead.serve.session import LiveSession
+
+    session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"),
+                          voice="joe")
+    handed = []
+
+    def pieces():
+        for c in speech_chunks("Hello from Joe. This is a second sentence.", "joe"):
+            handed.append(c)
+            yield c
+
+    try:
+        number, speech, deadline = session.say_sentences(pieces()), [], time.monotonic() + 60
+        while not (speech and speech[-1].last) and time.monotonic() < deadline:
+            out = session.take()
+            if out is None:
+                time.sleep(0.005)
+            elif out.utterance == number:
+                speech.append(out)
+    finally:
+        session.close()
+    assert len(handed) >= 5 and len(handed[0]) < 0.43 * 16_000  # in pieces, the first 0.42 s
+    expected = np.concatenate(handed)
+    assert len(speech) == int(np.ceil(len(expected) / 640)) and [o.last for o in speech].count(True) == 1
+    pcm = np.concatenate([o.audio for o in speech])
+    want = (np.clip(np.pad(expected, (0, len(pcm) - len(expected))), -1, 1) * 32767).astype(np.int16)
+    assert np.array_equal(pcm, want)  # every piece's samples, in order, no gap and nothing extra
+    jaw = np.array([o.motion[SPEC["jawOpen"]] for o in speech])  # the mouth moves while joe speaks
+    assert np.ptp(jaw) > 0.1 and np.isfinite(jaw).all()

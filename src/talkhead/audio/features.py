@@ -118,12 +118,17 @@ class FeatureStream:
     """
 
     def __init__(self, cfg: FeatureConfig = FeatureConfig(), block_s: float = 28.0, context_s: float = 1.0,
-                 right_s: float | None = None) -> None:
+                 right_s: float | None = None, first: tuple[tuple[int, int], ...] = ()) -> None:
         # ``right_s``: the context after a block (default ``context_s``); live speech waits for it, so a
         # live caller keeps it short and the context before long, which costs compute but no latency.
+        # ``first``: the first blocks, as (the frame each ends at, frames of context after it), before the
+        # regular ones: short blocks, so that a say's first motion windows have their features early.
         self.cfg, self.hop = cfg, cfg.sample_rate // FPS
         self.block, self.ctx = max(1, round(block_s * FPS)), max(0, round(context_s * FPS))
         self.right = self.ctx if right_s is None else max(0, round(right_s * FPS))
+        self.first = tuple((int(e), int(r)) for e, r in first)
+        if any(b[0] <= a[0] for a, b in zip(((0, 0),) + self.first, self.first)):
+            raise ValueError(f"the first blocks' ends must rise from 1 on, got {self.first}")
         self._buf = np.zeros(0, np.float32)  # audio from frame self._origin on
         self._origin = 0  # the frame the buffer starts at (older audio is dropped)
         self._samples = 0  # audio received in all
@@ -135,9 +140,16 @@ class FeatureStream:
         self._buf = np.concatenate([self._buf, x])
         self._samples += len(x)
         rows = []
-        while self._next + self.block + self.right <= self._samples // self.hop:
-            rows.append(self._compute(self._next + self.block + self.right))
+        while sum(self._plan()) <= self._samples // self.hop:
+            rows.append(self._compute(*self._plan()))
         return self._cat(rows)
+
+    def _plan(self) -> tuple[int, int]:
+        """The next block: the frame it ends at, and the frames of context it waits for after that."""
+        for end, right in self.first:
+            if end > self._next:
+                return end, right
+        return self._next + self.block, self.right
 
     def flush(self) -> torch.Tensor:
         """The end of the audio: the remaining rows, the last frame padded with silence."""
@@ -146,16 +158,17 @@ class FeatureStream:
         self._buf = np.concatenate([self._buf, np.zeros(max(0, pad), np.float32)])
         rows = []
         while self._next < total:
-            left = total - self._next
-            rows.append(self._compute(min(total, self._next + self.block + self.right))[:left])
+            left, (end, right) = total - self._next, self._plan()
+            rows.append(self._compute(end, min(total - end, right))[:left])
         return self._cat(rows)
 
-    def _compute(self, hi: int) -> torch.Tensor:
-        start = self._next
+    def _compute(self, end: int, right: int) -> torch.Tensor:
+        """The rows of frames [next, end), from audio with the context on either side."""
+        start, hi = self._next, end + right
         lo = max(0, start - self.ctx)
         x = self._buf[(lo - self._origin) * self.hop : (hi - self._origin) * self.hop]
-        rows = _block(x, self.cfg)[start - lo : start - lo + self.block]
-        self._next = start + self.block
+        rows = _block(x, self.cfg)[start - lo : end - lo]
+        self._next = end
         keep = max(0, self._next - self.ctx)  # the next block's left context starts here
         self._buf, self._origin = self._buf[(keep - self._origin) * self.hop :], keep
         return rows

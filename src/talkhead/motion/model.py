@@ -19,7 +19,7 @@ from talkhead.diffusion.samplers import sample_ddim
 from talkhead.motion.denoiser import DenoiserConfig, make_network, same_interface
 from talkhead.diffusion.samplers import SAMPLERS
 from talkhead.diffusion.schedule import NoiseSchedule
-from talkhead.motion.windows import LowLatencyRunner, WindowRunner, run_windows, window_starts
+from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
 from talkhead.rig.spec import SPEC
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -72,20 +72,23 @@ class MotionModel:
 
     def runner(self, noise: torch.Generator, steps: int | None = None, sampler: str | None = None,
                guidance: float = 1.0, ref: Tensor | None = None, generator: torch.Generator | None = None,
-               lookahead: int | None = None, step: int = 2,
-               window: int | None = None) -> WindowRunner | LowLatencyRunner:
+               lookahead: int | None = None, step: int = 2, window: int | None = None,
+               ramp: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> WindowRunner | LowLatencyRunner:
         """For streaming, one clip: normalised audio rows in, motion in network units out, window by window.
 
         Each window's initial noise is drawn from ``noise`` as it starts, the same numbers
         ``init_noise(1, ...)`` draws at once, so a stream gives what ``sample`` gives for the whole clip.
         ``lookahead`` (frames): the low-latency runner for live speech instead (``LowLatencyRunner``), a window
         every ``step`` frames, over ``window`` frames (default the trained 80; live windows keep only their
-        first frames, so 24 measure the same at 0.6x the compute).
+        first frames, so 24 measure the same at 0.6x the compute). ``ramp`` (steps, lookaheads): the first
+        windows low-latency, then full ones (``RampRunner``: a say spoken as it is synthesised).
         """
         w, d = (self.cfg.window if lookahead is None or window is None else window), self.cfg.motion_dim
         fn = self.window_fn(1, steps, sampler, guidance, ref, generator, torch.device("cpu"))
         args = (fn, lambda k: torch.randn(1, w, d, generator=noise), self.norm.audio(silence_row(self.features)), d, w,
                 self.cfg.tail)
+        if ramp is not None:
+            return RampRunner(*args, steps=ramp[0], lookaheads=ramp[1])
         return WindowRunner(*args) if lookahead is None else LowLatencyRunner(*args, lookahead=lookahead, step=step)
 
     def window_fn(self, b: int, steps: int | None, sampler: str | None, guidance: float, ref: Tensor | None,

@@ -115,20 +115,29 @@ class Connection:
         self._pacer = asyncio.create_task(self._pace())
 
     async def _say(self, m: dict) -> None:
-        from talkhead.audio.tts import speak_stream, split_sentences, synthesize
+        from talkhead.audio.piper_tts import PIPER_VOICES
+        from talkhead.audio.tts import speech_chunks, split_sentences, synthesize
 
         text = m.get("text")
         if not isinstance(text, str) or not text.strip() or len(text) > self.cfg.max_text:
             raise InputError(f"'say' needs 'text', 1 to {self.cfg.max_text} characters")
-        if len(split_sentences(text)) == 1:  # one sentence: spoken whole, as offline
-            speech = await asyncio.to_thread(synthesize, text, self.session.voice)
+        voice = self.session.voice
+        if voice not in PIPER_VOICES and len(split_sentences(text)) == 1:
+            # One sentence of espeak-ng, made in milliseconds: spoken whole, as offline.
+            speech = await asyncio.to_thread(synthesize, text, voice)
             self.session.say(speech.wav)
             return
-        # Sentence by sentence: the first is made here (its errors answer this message), the rest while
-        # the face speaks, so a long text starts after one sentence rather than after all of them.
-        speeches = speak_stream(text, self.session.voice)
-        first = await asyncio.to_thread(next, speeches)
-        self.session.say_sentences(s.wav for s in itertools.chain([first], speeches))
+        # As it is synthesised (a Piper sentence in pieces, espeak-ng sentence by sentence): the first piece
+        # is made here (its errors answer this message), the rest while the face speaks, so a say starts
+        # after a fraction of a second of speech rather than after its first sentence or all of them.
+        chunks = speech_chunks(text, voice)
+        self.session.expect_speech()
+        try:
+            first = await asyncio.to_thread(next, chunks)
+        except BaseException:
+            self.session.expect_speech(0.0)
+            raise
+        self.session.say_sentences(itertools.chain([first], chunks))
 
     async def _client_audio(self, data: bytes) -> None:
         if self.session is None:

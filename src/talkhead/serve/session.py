@@ -10,13 +10,16 @@ frames this class makes.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from talkhead.motion.stream import Ramp
 from talkhead.pipeline import MotionConfig, stream
 from talkhead.rig.spec import SPEC
 
@@ -42,8 +45,10 @@ class _Utterance:
     number: int
     wav: np.ndarray | None = None  # the whole speech (say), or
     chunks: queue.Queue | None = None  # client audio (or a say's sentences) as it arrives, None closing it
-    sentences: bool = False  # chunks are a say's sentences, synthesised while the face speaks
+    sentences: bool = False  # chunks are a say's speech, synthesised while the face speaks
     audio: list[np.ndarray] = field(default_factory=list)  # what has arrived, for the frames' audio
+    handed: int = 0  # samples the synthesis has queued (written by the feeder thread only)
+    taken: int = 0  # samples the face has taken from the queue (written by the producer thread only)
 
 
 def idle_track(n: int, seed: int) -> np.ndarray:
@@ -64,18 +69,20 @@ class LiveSession:
     """Thread-safe commands in (``say``, ``audio``, ``interrupt``, ``set_renderer``), frames out (``take``)."""
 
     def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = "us-female",
-                 block_s: float = 0.2, lookahead: int = 4, sentence_block_s: float = 4.0, live_model=None) -> None:
+                 block_s: float = 0.2, lookahead: int = 4, sentence_block_s: float = 4.0, live_model=None,
+                 ramp: Ramp = Ramp()) -> None:
         # Client audio with ``live_model`` (a live student, ``train.live``): the features, windows and
         # weights it was fine-tuned for, its first frame 2-4 frames after its audio. Without one: 0.2 s
         # feature blocks with 0.2 s of context, frames 4 + 2 frames after their audio (LowLatencyRunner):
         # the first frame 0.6 s after its audio, jawOpen r 0.895 against offline motion.
         self.model, self.renderer, self.motion, self.voice = model, renderer, motion, voice
         self.block_s, self.lookahead, self.live_model = block_s, lookahead, live_model
-        # A say spoken sentence by sentence: features in 4 s blocks (1 s context), so the face starts once
-        # about 5 s of speech is synthesised (or the text ends) instead of after the whole text. Measured on
-        # six sentences: jawOpen r 0.99 (joe) and 0.94 (us-female) against offline motion; the lookahead
-        # runner with 1-2 s blocks agreed less (0.87-0.91) at about 15 times the compute.
-        self.sentence_block_s = sentence_block_s
+        # A say spoken as it is synthesised (a Piper voice in pieces, or a long text sentence by sentence):
+        # features in 4 s blocks (1 s context) and the offline 80-frame windows, after a ramp of short
+        # windows (``motion.stream.Ramp``), so the face starts once 10 frames of speech are synthesised
+        # instead of about 5 s (or the whole say). jawOpen r against offline motion of the same audio:
+        # 0.974 over nine says of joe, 0.961 over four multi-sentence says of us-female (see ``Ramp``).
+        self.sentence_block_s, self.ramp = sentence_block_s, ramp
         self._dropped = 0  # utterances up to this number were interrupted
         self.frames: queue.Queue[Out] = queue.Queue(_LEAD)
         self._todo: queue.Queue[_Utterance] = queue.Queue()
@@ -86,43 +93,55 @@ class LiveSession:
         self._idle = idle_track(FPS * 60, motion.seed + 1)
         self._idle_at, self._utterances = 0, 0
         self._feed: _Utterance | None = None
+        self._quiet_until = 0.0  # a say is being synthesised: no idle frames till then (see ``expect_speech``)
+        self._feeders: list[threading.Thread] = []  # the threads synthesising says (``say_sentences``)
         self._thread = threading.Thread(target=self._run, daemon=True, name="live-session")
         self._thread.start()
 
     # -- commands (any thread) --
+    def expect_speech(self, seconds: float = 0.5) -> None:
+        """A say is being synthesised: draw no idle frames for up to ``seconds`` (the frames drawn ahead cover
+        120 ms), since its speech drops them unseen: the synthesis of its first piece gets the CPU instead."""
+        self._quiet_until = time.monotonic() + seconds
+
     def say(self, wav: np.ndarray) -> int:
         self._utterances += 1
         self._todo.put(_Utterance(self._utterances, wav=np.asarray(wav, np.float32)))
         return self._utterances
 
-    def say_sentences(self, wavs: Iterable[np.ndarray], ahead: int = 2) -> int:
-        """Speech made sentence by sentence (``tts.speak_stream``): a feeder thread pulls ``wavs`` (so the
-        synthesis runs there), at most ``ahead`` sentences before the face, and stops on an interrupt."""
+    def say_sentences(self, wavs: Iterable[np.ndarray], ahead_s: float = 8.0) -> int:
+        """Speech made as it is spoken (``tts.speech_chunks``): a feeder thread pulls ``wavs`` (so the
+        synthesis runs there), at most ``ahead_s`` of speech before what the face has taken (a full window
+        takes up to about 8 s: its features' 4 s block and context), and stops on an interrupt."""
         self._utterances += 1
-        utt = _Utterance(self._utterances, chunks=queue.Queue(ahead), sentences=True)
-        threading.Thread(target=self._feed_sentences, args=(utt, iter(wavs)), daemon=True,
-                         name="live-sentences").start()
+        utt = _Utterance(self._utterances, chunks=queue.Queue(), sentences=True)
+        feeder = threading.Thread(target=self._feed_sentences, args=(utt, iter(wavs), round(ahead_s * 16_000)),
+                                  daemon=True, name="live-sentences")
+        feeder.start()
+        self._feeders = [t for t in self._feeders if t.is_alive()] + [feeder]
         self._todo.put(utt)
         return utt.number
 
-    def _feed_sentences(self, utt: _Utterance, wavs: Iterator[np.ndarray]) -> None:
+    def _feed_sentences(self, utt: _Utterance, wavs: Iterator[np.ndarray], ahead: int) -> None:
+        _lower_priority()
         try:
             for wav in wavs:
-                if not self._hand_over(utt, np.asarray(wav, np.float32)):
+                if not self._hand_over(utt, np.asarray(wav, np.float32), ahead):
                     return  # interrupted or closed: the rest of the text is never synthesised
         except Exception as e:  # noqa: BLE001  (a thread has no caller to raise to: the face stops there)
             _log.warning("a sentence could not be spoken: %s", e)
         # The end of the text, or a sentence that failed: the utterance ends where it got to.
-        self._hand_over(utt, None)
+        self._hand_over(utt, None, ahead)
 
-    def _hand_over(self, utt: _Utterance, chunk: np.ndarray | None) -> bool:
-        """Queue a sentence (None: the end) once the face has room for it; False if the utterance is gone."""
+    def _hand_over(self, utt: _Utterance, chunk: np.ndarray | None, ahead: int) -> bool:
+        """Queue speech (None: the end) once the face is less than ``ahead`` samples behind; False if the
+        utterance is gone."""
         while not (self._stop.is_set() or utt.number <= self._dropped):
-            try:
-                utt.chunks.put(chunk, timeout=0.05)
+            if chunk is None or utt.handed - utt.taken < ahead:
+                utt.handed += 0 if chunk is None else len(chunk)
+                utt.chunks.put(chunk)
                 return True
-            except queue.Full:
-                continue
+            self._stop.wait(0.02)
         return False
 
     def audio(self, pcm: np.ndarray) -> int:
@@ -141,7 +160,7 @@ class LiveSession:
 
     def interrupt(self) -> None:
         """Drop what is queued and stop drawing the current utterance."""
-        self._dropped = self._utterances
+        self._dropped, self._quiet_until = self._utterances, 0.0
         self.audio_end()
         while not self._todo.empty():
             try:
@@ -170,15 +189,20 @@ class LiveSession:
         self.drain()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)  # not left inside torch when the process exits
+        for t in self._feeders:  # nor inside onnxruntime: a feeder stops after the piece it is making
+            t.join(timeout=0.5)
 
     # -- the producer thread --
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                utt = self._todo.get_nowait()
+                quiet = self._quiet_until > time.monotonic()
+                utt = self._todo.get(timeout=0.01) if quiet else self._todo.get_nowait()
             except queue.Empty:
-                self._idle_frame()
+                if not quiet:
+                    self._idle_frame()
                 continue
+            self._quiet_until = 0.0
             self._cancel.clear()
             self._speak(utt)
 
@@ -186,6 +210,8 @@ class LiveSession:
         while not self._stop.is_set():
             if out.utterance is not None and self._cancel.is_set():
                 return False
+            if out.utterance is None and not self._todo.empty():
+                return False  # speech is waiting, and would drop this idle frame unseen
             try:
                 self.frames.put(out, timeout=0.02)
                 self._shown = np.concatenate([self._shown[1:], out.motion[None]])
@@ -219,7 +245,7 @@ class LiveSession:
         # Speech known whole (say) is encoded and sampled as offline; client audio as it arrives.
         model, live = self.model, {}
         if utt.sentences:
-            live = {"block_s": self.sentence_block_s, "context_s": 1.0}
+            live = {"block_s": self.sentence_block_s, "context_s": 1.0, "ramp": self.ramp}
         elif utt.wav is None and self.live_model is not None:
             model, live = self.live_model, live_stream_args(self.live_model)
         elif utt.wav is None:
@@ -227,6 +253,8 @@ class LiveSession:
         frames = stream(chunks, model, self.renderer, self.motion, batch=2, tail=self._shown, **live)
         # Each frame is held until the next exists, so the last one can say so. (Showing the first at once
         # would gain 2 frames on live speech but stall the next: it waits for 2 more frames of audio.)
+        # A say's frame goes at once where its speech is known to go on past it: its next frame is a
+        # render away, not an audio chunk away.
         pending, first = None, True
         for f in frames:
             if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once
@@ -236,9 +264,20 @@ class LiveSession:
                 frames.close()
                 return
             pending = Out(f.image, f.motion, utt.number, audio.frame(f.index))
+            if self._goes_on(utt, f.index):
+                if not self._put(pending):
+                    frames.close()
+                    return
+                pending = None
         if pending is not None:
             pending.last = True
             self._put(pending)
+
+    @staticmethod
+    def _goes_on(utt: _Utterance, index: int) -> bool:
+        """Whether a say's speech is known to last past frame ``index`` (client audio: not known)."""
+        known = len(utt.wav) if utt.wav is not None else utt.taken if utt.sentences else 0
+        return known > (index + 1) * HOP
 
     def _client_chunks(self, utt: _Utterance) -> Iterator[np.ndarray]:
         while not self._cancel.is_set():
@@ -248,8 +287,19 @@ class LiveSession:
                 continue
             if chunk is None:
                 return
+            utt.taken += len(chunk)
             utt.audio.append(chunk)
             yield chunk
+
+
+def _lower_priority(by: int = 5) -> None:
+    """Lower the calling thread's CPU priority (on Linux a thread has its own nice value): the synthesis of
+    a say's later pieces then takes the CPU the face's frames leave, instead of delaying its first frame."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+    except (AttributeError, OSError):  # not Linux, or not allowed: the thread keeps its priority
+        pass
 
 
 class _Pcm:
