@@ -1,7 +1,8 @@
 """``serve --ray``: the app as a Ray Serve deployment of 2 replicas on a one-node cluster the test starts.
 
 Real WebSocket sessions through Serve's proxy: they spread over both replicas, an avatar uploaded once is
-drawn on either, and killing one replica's process closes its sessions only, the others' frames go on."""
+drawn on either, and killing one replica's process closes its sessions only, the others' frames go on.
+Then the same cluster runs the app autoscaled from 1 to 2 replicas, with its avatars in Ray's object store."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import websockets
 from talkhead.cli import main
 
 ray = pytest.importorskip("ray")  # CI installs it (the test extra): there this module runs
-pytestmark = pytest.mark.filterwarnings("ignore:Using extra keyword arguments on `Field`")  # Ray's own pydantic use
+pytestmark = [pytest.mark.filterwarnings("ignore:Using extra keyword arguments on `Field`"),  # Ray's own pydantic use
+              pytest.mark.filterwarnings("ignore:The `metrics_interval_s` field")]  # ray_serve.deployment_options
 
 
 def _free_port() -> int:
@@ -47,10 +49,12 @@ def deployed(tmp_path_factory):
     ray.shutdown()
 
 
-async def _start(server: str, **start):
-    ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22, open_timeout=30)
+async def _start(server: str, wait_s: float = 30.0, **start):
+    # max_queue=None: a session the test is not reading still takes the close handshake at once (a client whose
+    # queue is full stops reading, and its close() then waits 10 s for a close frame stuck behind video frames)
+    ws = await websockets.connect(f"ws://{server}/v1/stream", max_size=1 << 22, open_timeout=wait_s, max_queue=None)
     await ws.send(json.dumps({"type": "start", **start}))
-    return ws, json.loads(await asyncio.wait_for(ws.recv(), 30))
+    return ws, json.loads(await asyncio.wait_for(ws.recv(), wait_s))
 
 
 async def _frames(ws, seconds: float) -> tuple[int, str | None]:
@@ -104,6 +108,8 @@ def test_a_port_in_use_is_refused_before_a_cluster_starts(capsys):
     (["--replicas", "2"], "go with --ray"),
     (["--ray", "--replicas", "2", "--max-replicas", "3"], "not both"),
     (["--ray", "--min-replicas", "3", "--max-replicas", "2"], "0 <= min <= max"),
+    (["--ray", "--avatar-store", "ray:a/b"], "a name is 1-64 letters"),
+    (["--avatar-store", "ray:"], "works with serve --ray only"),  # plain serve: refused before any model loads
 ])
 def test_replica_flags_that_cannot_work_are_refused(argv, why, capsys):
     assert main(["serve", *argv]) == 2
@@ -137,3 +143,41 @@ def test_sessions_spread_over_both_replicas_use_one_upload_and_outlive_the_other
             await ws.close()
 
     asyncio.run(go())
+
+
+def test_autoscaling_adds_a_replica_for_waiting_sessions_and_removes_it_after(deployed):
+    """1..2 replicas of 2 sessions: 2 open sessions exceed the target (1.5), a third waits for the new replica."""
+    from ray import serve
+
+    from talkhead.serve.app import ServeConfig
+    from talkhead.serve.avatar_store import RAY_NAMESPACE
+    from talkhead.serve.ray_serve import APP, RayServeConfig, deploy, replica_actors
+
+    server, _ = deployed
+    serve.delete(APP)  # the fixed replicas go; the same cluster and proxy serve the autoscaled app
+    rc = RayServeConfig(min_replicas=1, max_replicas=2, port=int(server.rsplit(":", 1)[1]), upscale_delay_s=1.0,
+                        downscale_delay_s=2.0)
+    deploy(rc, ServeConfig(max_sessions=2, size=64, live_model=None, avatar_store="ray:autoscale"))
+    assert len(replica_actors()) == 1
+    aid = _upload(server)  # the only replica puts it in Ray's store; the replica to come has never seen it
+
+    async def go():
+        full = [await _start(server, avatar=aid) for _ in range(2)]
+        t, third = time.perf_counter(), asyncio.create_task(_start(server, wait_s=120, avatar=aid))
+        while not third.done():  # held by the proxy until the new replica is up; the full one streams on meanwhile
+            assert all(how is None for _, how in await asyncio.gather(*(_frames(w, 0.5) for w, _ in full)))
+        ws, ready = third.result()
+        assert ready["type"] == "ready" and ready["replica"] != full[0][1]["replica"] == full[1][1]["replica"], ready
+        print(f"a waiting session started on a new replica {time.perf_counter() - t:.1f} s after the first was full")
+        n, closed = await _frames(ws, 1.0)
+        assert closed is None and n >= 10, (n, closed)  # served, from the avatar it found in the store
+        for w in [ws] + [w for w, _ in full]:
+            await w.close()
+
+    asyncio.run(go())
+    assert ray.get(ray.get_actor("autoscale", namespace=RAY_NAMESPACE).stats.remote())["avatars"] == 1
+    t = time.perf_counter()
+    while len(replica_actors()) > 1 and time.perf_counter() - t < 60:  # mean of 0 sessions for 2 s: back to 1
+        time.sleep(0.5)
+    print(f"back to one replica {time.perf_counter() - t:.1f} s after the sessions closed")
+    assert len(replica_actors()) == 1

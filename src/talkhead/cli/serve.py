@@ -51,8 +51,11 @@ def _serve_on_ray(args: argparse.Namespace, cfg) -> None:
     _import_ray()
     from talkhead.serve.ray_serve import RayServeConfig, serve_forever, with_store
 
+    delays = {k: v for k, v in (("upscale_delay_s", args.upscale_delay), ("downscale_delay_s", args.downscale_delay))
+              if v is not None}  # not given: RayServeConfig's defaults
     rc = RayServeConfig(address=args.ray or None, replicas=args.replicas or 1, min_replicas=args.min_replicas,
-                        max_replicas=args.max_replicas, replica_cpus=args.replica_cpus, host=args.host, port=args.port)
+                        max_replicas=args.max_replicas, replica_cpus=args.replica_cpus, host=args.host, port=args.port,
+                        **delays)
     serve_forever(rc, with_store(cfg, args.avatar_store))
 
 
@@ -70,9 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a STUN/TURN server for WebRTC beyond this machine (repeatable; none by default)")
     s.add_argument("--ice-username", default=None, help="username for --ice-server turn: URLs")
     s.add_argument("--ice-credential", default=None, help="credential for --ice-server turn: URLs")
-    s.add_argument("--avatar-store", default=None, metavar="DIR",
+    s.add_argument("--avatar-store", default=None, metavar="DIR|ray:",
                    help="keep uploaded avatars in DIR by content id, shared by every replica and kept across restarts "
-                        "(default: memory only; with --ray, the cache folder's avatars/)")
+                        "(default: memory only; with --ray, the cache folder's avatars/); with --ray, 'ray:' keeps "
+                        "them in Ray's object store instead (a cluster without shared storage)")
     r = s.add_argument_group("many sessions on Ray Serve (docs/scale.md)")
     r.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="serve as a Ray Serve deployment: on a one-node cluster here, or the cluster at ADDRESS "
@@ -81,4 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--min-replicas", type=int, default=None, help="autoscale on sessions in progress from this many")
     r.add_argument("--max-replicas", type=int, default=None, help="... up to this many")
     r.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica (default 1)")
+    r.add_argument("--upscale-delay", type=float, default=None, metavar="S",
+                   help="autoscaling: add a replica after S seconds over the target (default 3)")
+    r.add_argument("--downscale-delay", type=float, default=None, metavar="S",
+                   help="autoscaling: remove one after S seconds under it (default 60)")
     s.set_defaults(func=_cmd_serve)

@@ -44,8 +44,10 @@ class ServeConfig:
     max_side: int = 8000
     max_audio_s: float = 600.0
     max_avatars: int = 64
-    avatar_store: str | None = None  # a folder that every replica shares (None: uploads kept in memory only)
-    max_stored_avatars: int = 1024  # files kept in the store, least recently used removed first
+    avatar_store: str | None = None  # a folder, or "ray:[NAME]" (Ray's object store), that every replica shares
+    # (None: uploads kept in memory only); serve.avatar_store
+    max_stored_avatars: int = 1024  # avatars kept in the store, least recently used removed first
+    max_stored_bytes: int = 4 << 30  # bytes kept in the store in all, the same way
     webrtc: WebRtcConfig = WebRtcConfig()
 
 

@@ -1,41 +1,34 @@
 """The server's registered faces: photos and ``.avatar`` files by content id (never a path), bounded.
 
-With a store (``--avatar-store DIR``; ``serve --ray`` keeps one in the cache folder by default) every
-upload is also written there under its content id, atomically, and an id this process has not seen is
-looked up there before it is refused: so an avatar uploaded to one replica is usable from every replica
-that shares the folder, and from the same server after a restart. The stored bytes are checked against
-their id when read back, so a damaged or foreign file is refused, never drawn.
+With a store (``--avatar-store DIR`` or ``ray:``, ``serve.avatar_store``; ``serve --ray`` keeps a folder in
+the cache folder by default) every upload is also kept there under its content id, and an id this process
+has not seen is looked up there before it is refused: so an avatar uploaded to one replica is usable from
+every replica that shares the store, and from the same server after a restart. The stored bytes are checked
+against their id when read back, whichever store they come from, so a damaged or foreign one is refused,
+never drawn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from talkhead.errors import InputError
-from talkhead.util import atomic_write, check_writable
-
-_KINDS = (".avatar", ".photo")  # the stored file's suffix says how to read it back
+from talkhead.serve.avatar_store import StoreLimits, open_store
 
 
 class Avatars:
     """Registered photos and avatar files by content id (never a path); bounded, oldest dropped first."""
 
     def __init__(self, cfg) -> None:  # a ServeConfig: max_photo, max_avatar_file, max_side, max_avatars, size,
-        # avatar_store, max_stored_avatars
+        # avatar_store, max_stored_avatars, max_stored_bytes
         self.cfg, self.photos = cfg, OrderedDict()
-        self.store = Path(cfg.avatar_store) if getattr(cfg, "avatar_store", None) else None
-        if self.store is not None:
-            try:
-                self.store.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise InputError(f"avatar store {self.store}: {e.strerror or e}") from None
-            check_writable(self.store / "probe")
+        limits = StoreLimits(cfg.max_stored_avatars, cfg.max_stored_bytes, max(cfg.max_photo, cfg.max_avatar_file))
+        self.store = open_store(cfg.avatar_store, limits)
 
     def add(self, data: bytes) -> str:
         """A photo (PNG, JPEG, ...) or an ``.avatar`` file; returns its id for ``start`` and ``avatar``."""
@@ -91,34 +84,17 @@ class Avatars:
 
     # -- the shared store --
     def _save(self, aid: str, kind: str, data: bytes) -> None:
-        """The upload under its content id (once: the same id is the same bytes' face), then the store bounded."""
-        if self.store is None:
-            return
-        path = self.store / f"{aid}{kind}"
-        if path.exists():
-            os.utime(path)  # recently used: pruned last
-            return
-        atomic_write(path, data)
-        stored = sorted((p for k in _KINDS for p in self.store.glob(f"*{k}")), key=_mtime)
-        for old in stored[:max(0, len(stored) - self.cfg.max_stored_avatars)]:
-            old.unlink(missing_ok=True)  # another replica may have pruned it already
+        """The upload under its content id (once: the same id is the same bytes' face); the store bounds itself."""
+        if self.store is not None:
+            self.store.put(aid, kind, data)
 
     def _load(self, aid: str) -> bool:
         """An id this process has not seen, from the store; True if it was there (and is registered now)."""
-        if self.store is None:
+        found = self.store.get(aid) if self.store is not None else None
+        if found is None:
             return False
-        for kind in _KINDS:
-            path = self.store / f"{aid}{kind}"
-            try:
-                if path.stat().st_size > max(self.cfg.max_photo, self.cfg.max_avatar_file):
-                    raise InputError(f"stored avatar {aid!r} is larger than an upload may be")
-                data = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            self._register(data, expect=aid)
-            os.utime(path)  # recently used: pruned last
-            return True
-        return False
+        self._register(found[1], expect=aid)  # decoded and hashed again: only the face the id names is drawn
+        return True
 
     def renderer(self, photo: np.ndarray | None = None, aid: str | None = None):
         from talkhead.render import make_renderer
@@ -138,9 +114,3 @@ def _check_id(aid: str, expect: str | None) -> None:
     if expect is not None and aid != expect:  # the stored bytes are not the face this id names: never draw them
         raise InputError(f"stored avatar {expect!r} does not match its id")
 
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except FileNotFoundError:
-        return 0.0

@@ -9,8 +9,10 @@ takes at most ``max_sessions`` of them (``max_ongoing_requests``), and Serve's r
 to the less loaded of two replicas it samples that have room (with two replicas: the one with fewer
 sessions), so a replica is never sent a session it would refuse. While every replica is full, the proxy
 holds a few new connections until a session ends (or, autoscaled, a new replica is up) and answers the
-rest with HTTP 503 at once (``max_queued_requests``). Autoscaling counts the same ongoing requests. Avatars go to a folder that every replica shares
-(``serve.avatars``), so an avatar uploaded through one replica is found by all.
+rest with HTTP 503 at once (``max_queued_requests``). Autoscaling counts the same ongoing requests, open or
+waiting, and reacts within seconds (``upscale_delay_s``, metrics pushed every second). Avatars go to a store
+that every replica shares (``serve.avatar_store``: a folder, or Ray's object store with ``ray:``), so an avatar
+uploaded through one replica is found by all.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class RayServeConfig:
     host: str = "127.0.0.1"  # Serve's proxy binds here: loopback unless told otherwise
     port: int = 8000
     drain_s: float = 300.0  # a replica that is scaled down keeps its open sessions this long before it stops
+    # Autoscaling: up quickly (a new replica takes seconds to load its models, sessions wait for it), down
+    # slowly (a replica stopped too soon is one started again at the next burst); both in seconds.
+    upscale_delay_s: float = 3.0
+    downscale_delay_s: float = 60.0
     queued: int = 4  # connections the proxy holds while every replica is full; beyond them, HTTP 503 at once
 
     def autoscaled(self) -> bool:
@@ -90,6 +96,8 @@ def check(rc: RayServeConfig, cfg: ServeConfig) -> None:
         raise InputError(f"--replica-cpus must be above 0, got {rc.replica_cpus}")
     if not 1 <= rc.port <= 65535:
         raise InputError(f"--port must be 1..65535, got {rc.port}")
+    if not (0 <= rc.upscale_delay_s <= 3600 and 0 <= rc.downscale_delay_s <= 3600):
+        raise InputError(f"the scaling delays must be 0..3600 s, got {rc.upscale_delay_s}, {rc.downscale_delay_s}")
 
 
 def deployment_options(rc: RayServeConfig, cfg: ServeConfig) -> dict:
@@ -101,10 +109,14 @@ def deployment_options(rc: RayServeConfig, cfg: ServeConfig) -> dict:
         return {**opts, "num_replicas": rc.replicas}
     lo = rc.min_replicas if rc.min_replicas is not None else 1
     hi = rc.max_replicas if rc.max_replicas is not None else max(lo, 1)
-    # Up quickly (a new replica takes seconds to load its models), down slowly (its sessions drain first).
+    # The proxy pushes its sessions (open or waiting) every second (Serve's default: 10 s), and Serve decides on
+    # their mean over the last 5 s (default 30 s): a burst is seen in about a second, not half a minute. Serve
+    # marks metrics_interval_s deprecated (still used in 2.60); once it is gone, the cluster's environment sets
+    # it: RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S=1 (docs/scale.md).
     auto = {"min_replicas": lo, "max_replicas": hi, "initial_replicas": max(lo, 1),
             "target_ongoing_requests": max(1.0, rc.target_fill * cfg.max_sessions),
-            "upscale_delay_s": 3.0, "downscale_delay_s": 60.0, "metrics_interval_s": 1.0, "look_back_period_s": 5.0}
+            "upscale_delay_s": rc.upscale_delay_s, "downscale_delay_s": rc.downscale_delay_s,
+            "metrics_interval_s": 1.0, "look_back_period_s": 5.0}
     return {**opts, "num_replicas": "auto", "autoscaling_config": auto}
 
 
@@ -113,9 +125,10 @@ def application(rc: RayServeConfig, cfg: ServeConfig):
     return serve.deployment(Replica).options(**deployment_options(rc, cfg)).bind(cfg)
 
 
-_PLACEMENT_ARGS = ("replicas", "min_replicas", "max_replicas", "replica_cpus", "target_fill", "drain_s", "queued")
+_PLACEMENT_ARGS = ("replicas", "min_replicas", "max_replicas", "replica_cpus", "target_fill", "drain_s", "queued",
+                   "upscale_delay_s", "downscale_delay_s")
 _SERVER_ARGS = ("max_sessions", "model", "size", "jpeg_quality", "max_text", "max_audio_s", "max_avatars",
-                "avatar_store", "max_stored_avatars")
+                "avatar_store", "max_stored_avatars", "max_stored_bytes")
 
 
 def configs_from_args(args: dict) -> tuple[RayServeConfig, ServeConfig]:
@@ -137,7 +150,7 @@ def configs_from_args(args: dict) -> tuple[RayServeConfig, ServeConfig]:
 
 
 def _fits(value, default) -> bool:
-    if default is None:  # an optional count (min_replicas) or path (avatar_store)
+    if default is None:  # an optional count (min_replicas) or store (avatar_store: a path or ray:NAME)
         return value is None or isinstance(value, (int, str))
     return isinstance(value, (int, float) if isinstance(default, float) else type(default))
 
@@ -243,9 +256,14 @@ def serve_forever(rc: RayServeConfig, cfg: ServeConfig) -> None:
 
 
 def with_store(cfg: ServeConfig, store: str | None) -> ServeConfig:
-    """The avatar store the replicas share: the one given, else the cache folder's ``avatars`` (one machine)."""
+    """The avatar store the replicas share: the one given (a folder, or ``ray:[NAME]``, Ray's object store),
+    else the cache folder's ``avatars`` (one machine)."""
+    from talkhead.serve.avatar_store import RAY_PREFIX, ray_store_name
     from talkhead.util import cache_dir
 
+    if store is not None and store.startswith(RAY_PREFIX):
+        ray_store_name(store)  # a bad name is refused here, not by every replica as it starts
+        return dataclasses.replace(cfg, avatar_store=store)
     if store is None:
         base = cache_dir()
         if base is None:
