@@ -193,10 +193,18 @@ def test_webrtc_sessions_count_against_the_limit_and_a_peer_that_never_connects_
     asyncio.run(go())
 
 
+_ENERGY = """async () => {
+    const stats = await window.talkhead.pc.getStats();
+    return [...stats.values()].filter((s) => s.type === "inbound-rtp" && s.kind === "audio")[0].totalAudioEnergy;
+}"""
+
+
 def test_the_page_plays_over_webrtc_in_chromium(server):
     if CHROMIUM is None:
         pytest.skip("needs Debian's chromium (see .ci/run)")
     from playwright.sync_api import sync_playwright
+
+    from talkhead.bench.webrtc import _INTERRUPT, _STATS, _interrupt_figures
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
@@ -208,17 +216,24 @@ def test_the_page_plays_over_webrtc_in_chromium(server):
         page.wait_for_function("window.talkhead.speaking && window.talkhead.speechFrames > 10", timeout=20_000)
         quality = page.evaluate("document.getElementById('video').getVideoPlaybackQuality().totalVideoFrames")
         assert quality > 35  # decoded by the browser's own VP8 decoder
-        energy = page.evaluate("""async () => {
-            const stats = await window.talkhead.pc.getStats();
-            return [...stats.values()].filter((s) => s.type === "inbound-rtp" && s.kind === "audio")[0].totalAudioEnergy;
-        }""")
+        energy = page.evaluate(_ENERGY)
         assert energy > 0.01  # speech played from the Opus track
-        page.click("#interrupt")
-        page.wait_for_function("window.talkhead.last && window.talkhead.last.type === 'interrupted'", timeout=5_000)
+        page.wait_for_function("window.talkhead.last.type === 'done'", timeout=20_000)
+        # A long say interrupted 1 s into its speech (the benchmark's own measure): the page mutes the speech
+        # that had already arrived, so the played audio is silent at once, not a jitter buffer later.
+        cut = _interrupt_figures(page.evaluate(_INTERRUPT.replace("__STATS__", _STATS)))
+        assert cut["interrupted_event_ms"] is not None and cut["audio_silent_ms"] <= 100, cut
         before, shown = page.evaluate("[window.talkhead.speechFrames, window.talkhead.framesShown]")
         page.wait_for_timeout(500)
         assert page.evaluate("window.talkhead.speechFrames") == before and not page.evaluate("window.talkhead.speaking")
         assert page.evaluate("window.talkhead.framesShown") >= shown + 8  # idle frames go on
+        # ... and the sound comes back for the next say.
+        page.wait_for_function("!window.talkhead.cut", timeout=5_000)
+        energy_at = page.evaluate(_ENERGY)
+        page.click("#say")
+        page.wait_for_function("window.talkhead.last.type === 'done'", timeout=20_000)
+        page.wait_for_timeout(300)
+        assert page.evaluate(_ENERGY) - energy_at > 0.01
         page.goto("about:blank")  # leaving the page ends its session
         t0 = time.perf_counter()
         assert _freed_now(server, 10.0)["sessions"] == 0

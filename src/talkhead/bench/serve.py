@@ -4,7 +4,9 @@ A real server (uvicorn, in this process's thread) and real WebSocket clients: ti
 first frame; from the first chunk of client audio (a real recording, sent at its own pace) to its first
 frame; frame intervals over a long session with speech every few seconds; the A/V offset (arrival of a
 frame's audio against its picture); interrupt to the last speech packet; and how many sessions that all
-speak at once keep 25 fps.
+speak at once keep 25 fps. Then the shipped page over WebRTC in headless Chromium (``bench.webrtc``):
+``say`` to the first decoded speech frame, frame rate, A/V offset, interrupt to silence, 3 sessions at once
+(skipped, with the reason in the JSON, where Chromium or Playwright is missing).
 """
 
 from __future__ import annotations
@@ -214,6 +216,7 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
         interrupt = asyncio.run(_interrupt_latency(server, 5))
         long = asyncio.run(_long_session(server, seconds))
         concurrent = [asyncio.run(_concurrent(server, n, 10.0)) for n in range(1, max_sessions + 1)]
+        webrtc = webrtc_rows(server, sessions=min(3, max_sessions))
     finally:
         srv.should_exit = True
     held = [c["sessions"] for c in concurrent if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0]
@@ -222,11 +225,26 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
               "say_joe_to_first_frame_ms": piper,
               "client_audio_lips": client_audio_lips(cfg.model, cfg.live_model),
               "long_session": {"seconds": seconds, **long}, "concurrent": concurrent,
-              "sessions_at_25fps": max(held, default=0), "cpu_count": os.cpu_count(), "load_before": load,
-              "load_after": [round(v, 2) for v in os.getloadavg()]}
+              "sessions_at_25fps": max(held, default=0), "webrtc": webrtc, "cpu_count": os.cpu_count(),
+              "load_before": load, "load_after": [round(v, 2) for v in os.getloadavg()]}
     atomic_write(out / "serve.json", json.dumps(result, indent=1).encode())
     _plot(result, out / "serve.png")
     return result
+
+
+def webrtc_rows(server: str, cfg=None, sessions: int = 3) -> dict:
+    """The page over WebRTC in headless Chromium against ``server`` (``bench.webrtc``, its config ``cfg``, by
+    default ``sessions`` at once), summarised; where Chromium or Playwright is missing or the run fails,
+    ``{"skipped": why}``."""
+    from talkhead.bench import webrtc
+
+    why = webrtc.unavailable()
+    if why is not None:
+        return {"skipped": why}
+    try:
+        return webrtc.summary(webrtc.measure(cfg or webrtc.WebRtcBenchConfig(sessions=sessions), server=server))
+    except Exception as e:  # noqa: BLE001  (a browser failure must not lose the rows measured before it)
+        return {"skipped": f"the browser run failed: {str(e).splitlines()[0][:200]}"}
 
 
 def _piper_say(server: str) -> dict | None:
@@ -254,9 +272,16 @@ def _plot(result: dict, path: Path) -> None:
     from talkhead.bench.plots import save_figure
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=110)
-    names = ["say", "client audio", "interrupt"]
+    names = ["say", "client\naudio", "interrupt"]
     keys = ["say_to_first_frame_ms", "first_audio_chunk_to_first_frame_ms", "interrupt_to_last_speech_ms"]
-    a.bar(names, [result[k]["median"] for k in keys], color="#4c72b0")
+    values = [result[k]["median"] for k in keys]
+    rtc = result.get("webrtc") or {}
+    for name, key in (("say\n(WebRTC)", "say_to_first_decoded_frame_ms"),
+                      ("interrupt\n(WebRTC)", "interrupt_to_silence_ms")):
+        if rtc.get(key):  # as Chromium decodes and plays it
+            names.append(name)
+            values.append(rtc[key]["median"])
+    a.bar(names, values, color=["#4c72b0"] * 3 + ["#dd8452"] * (len(names) - 3))
     a.set_ylabel("ms (median)")
     a.set_title("latency", fontsize=9)
     c = result["concurrent"]

@@ -118,6 +118,14 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
           f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
           f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps; "
           f"wrote {Path(args.out) / 'serve.json'}")
+    w, med = r["webrtc"], lambda row: (row or {}).get("median")
+    if "skipped" in w:
+        print(f"WebRTC rows skipped: {w['skipped']}")
+    else:
+        print(f"WebRTC in Chromium: say -> first decoded frame {med(w['say_to_first_decoded_frame_ms'])} ms; "
+              f"{w['fps_min']} fps; A/V offset p95 {med(w['av_offset_p95_ms'])} ms; interrupt -> silence "
+              f"{med(w['interrupt_to_silence_ms'])} ms; {w['sessions_at_once']} sessions at "
+              f"{w['together_fps_min']} fps")
 
 
 def _cmd_bench_serve_ray(args: argparse.Namespace) -> None:
@@ -197,7 +205,8 @@ def _register_live(bsub: argparse._SubParsersAction) -> None:
     st.add_argument("--model", default=None, help="motion model (default: the default one)")
     st.add_argument("--image", default=None, help="photo (default: the astronaut)")
     st.set_defaults(func=_cmd_bench_startup)
-    sv = bsub.add_parser("serve", help="the live server over loopback: latencies, frame pacing, sessions at 25 fps")
+    sv = bsub.add_parser("serve", help="the live server over loopback: latencies, frame pacing, sessions at 25 fps, "
+                          "and the page over WebRTC in headless Chromium")
     sv.add_argument("--out", required=True)
     sv.add_argument("--seconds", type=float, default=None,
                     help="length of the long session (default 60; with --ray: of each level, default 10)")

@@ -142,7 +142,11 @@ def _tracks():
 
 
 class _RtcSink:
-    """The WebRTC transport of a ``Connection``: events on the data channel, media on the two tracks."""
+    """The WebRTC transport of a ``Connection``: events on the data channel, media on the two tracks.
+
+    Speech is never sent as exact digital silence (an all-zero 20 ms slice gets one LSB), so the RTP audio
+    level 0 (what aiortc puts in each packet for an all-zero slice) marks the server's own silence: the page
+    mutes the speech that had already arrived when it interrupts, until that level 0 plays."""
 
     def __init__(self, peer: _Peer) -> None:
         self.peer, self.last, self.audio_for = peer, None, -1
@@ -164,7 +168,11 @@ class _RtcSink:
     async def audio(self, index: int, pcm: np.ndarray) -> None:
         self.audio_for = index
         for k in range(2):
-            self.peer.audio.queue.put((index * HOP + k * _SLICE, pcm[k * _SLICE:(k + 1) * _SLICE]))
+            part = pcm[k * _SLICE:(k + 1) * _SLICE]
+            if not part.any():  # speech is never level 0 (see the class docstring)
+                part = part.copy()
+                part[0] = 1
+            self.peer.audio.queue.put((index * HOP + k * _SLICE, part))
 
     async def frame(self, index: int, image: np.ndarray | None) -> None:
         if image is not None:
