@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from talkhead.cli import main
+from talkhead.errors import InputError
 from talkhead.render.avatar import AvatarRenderer, load_avatar, paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 
@@ -31,6 +33,51 @@ def test_frames_outside_the_mask_are_the_base_pixel_for_pixel(tiny_avatar):
         assert not np.array_equal(frames[i], av.base[idx[i]])  # and inside it something was drawn
     again = np.stack(list(AvatarRenderer(av, seed=0).frames(motion, batch=40)))
     assert np.array_equal(frames, again)  # explicit seed, any batching: the same frames
+
+
+def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_avatar):
+    from talkhead.train.avatar import load_data
+
+    av = load_avatar(tiny_avatar)
+    d = load_data(tiny_avatar.with_name(tiny_avatar.name + ".work") / "data.npz", av.engine.vae.down)
+    real = np.concatenate([c["frames"] for c in d.clips]).astype(np.float32)
+    picks = np.linspace(0, len(real) - 1, 6).astype(int)
+    rec = av.engine.decode(av.bank["latent"][picks]).astype(np.float32)
+    restored = np.stack([r + av.detail(int(i)) for r, i in zip(rec, picks)])
+    vae_err, left = np.abs(rec - real[picks]).mean(), np.abs(restored - real[picks]).mean()
+    assert left < 0.3 * vae_err and left < 2.5  # JPEG at quality 90 keeps the detail to a level or two
+
+
+def test_bank_detail_is_added_as_a_running_average(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    motion = np.zeros((12, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 12)
+    idx = np.arange(12) % len(av.base)
+    plain = AvatarRenderer(av, seed=0, detail=None).crops(motion, idx).astype(np.float32)
+    own, smooth = (AvatarRenderer(av, seed=0, detail=m).crops(motion, idx).astype(np.float32) for m in (0.0, 0.9))
+    added, kept = own - plain, smooth - plain
+    assert np.abs(added).mean() > 1.0  # the detail is there
+    # Memory 0.9: the first frame has its own detail, later ones change from it a tenth as fast.
+    assert np.abs(kept[0] - added[0]).mean() < 0.6
+    assert np.abs(np.diff(kept, axis=0)).mean() < 0.5 * np.abs(np.diff(added, axis=0)).mean()
+    with pytest.raises(InputError, match="detail memory"):
+        AvatarRenderer(av, detail=1.0)
+
+
+def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(tiny_avatar):
+    from talkhead.render.avatar import decode_window
+
+    av = load_avatar(tiny_avatar)
+    r0, r1, c0, c1 = decode_window(av.paste, av.engine.vae.down)
+    grid = av.side // av.engine.vae.down
+    assert 0 <= r0 < r1 <= grid and 0 <= c0 < c1 <= grid and (r1 - r0) * (c1 - c0) < grid * grid
+    motion = np.zeros((8, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 8)
+    idx = np.arange(8) % len(av.base)
+    part, whole = (AvatarRenderer(av, seed=0, window=w).crops(motion, idx).astype(np.float64) for w in (True, False))
+    seen = av.paste > 0
+    err = ((part - whole) ** 2)[:, seen].mean()
+    assert 10 * np.log10(255 ** 2 / err) > 30  # close: only the decoder's group norms see a smaller picture
 
 
 def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):

@@ -28,7 +28,7 @@ import torch
 
 from talkhead.data.avatar import extract
 from talkhead.metrics import pearson
-from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.render.avatar import Avatar, AvatarRenderer, decode_window, load_avatar, paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
@@ -122,17 +122,21 @@ def _held_out(avatar: Avatar, video: Path) -> dict:
     return {"real": frames[keep], "keep": keep, "motion": motion, "affine": aff}
 
 
-def _redraw(avatar: Avatar, h: dict, seed: int) -> tuple[np.ndarray, float]:
-    """The held-out frames with the avatar's lower face, and ms per frame (sampling, decoding, pasting)."""
-    renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"])
+def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, float]:
+    """The held-out frames with the avatar's lower face, and ms per frame (sampling, decoding, pasting);
+    ``drawing``: ``AvatarRenderer``'s options (detail, window)."""
+    renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"], **drawing)
     t = time.perf_counter()
     drawn = np.stack(list(renderer.frames(h["motion"])))
     return drawn, (time.perf_counter() - t) / len(drawn) * 1000
 
 
-# Sampling variants measured on the same avatar: (label, bridge from the reference?, timesteps).
-VARIANTS = (("DDIM 20 from noise", False, None), ("bridge 1 step", True, [800]),
-            ("bridge 2 steps (default)", True, [800, 400]), ("bridge 4 steps", True, [800, 600, 400, 200]))
+# Sampling variants measured on the same avatar: (label, bridge from the reference?, timesteps, drawing options).
+VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [800], {}),
+            ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
+            ("bridge 2 steps, no bank detail", True, [800, 400], {"detail": None}),
+            ("bridge 2 steps, bank detail memory 0.5", True, [800, 400], {"detail": 0.5}),
+            ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
 
 
 def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:
@@ -141,9 +145,9 @@ def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> d
 
     eng, rows = avatar.engine, {}
     kept = (eng.timesteps, eng.bridge)
-    for label, bridge, steps in VARIANTS:
+    for label, bridge, steps, drawing in VARIANTS:
         eng.bridge, eng.timesteps = bridge, steps or list(NoiseSchedule(1000).timesteps(20))
-        drawn, ms = _redraw(avatar, h, seed)
+        drawn, ms = _redraw(avatar, h, seed, **drawing)
         rows[label] = {**face_metrics(_crops(drawn, h["affine"], avatar.side), real, avatar.paste),
                        "ms_per_frame": round(ms, 2)}
     eng.timesteps, eng.bridge = kept
@@ -209,9 +213,10 @@ def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
             "lip_r_with_jawOpen": follow(crops), "warp_lip_r_with_jawOpen": follow(wcrops)}
 
 
-def speed_at(side: int, steps: int, frames: int = 64) -> float:
-    """ms per frame of the avatar's networks at ``side`` px, ``steps`` bridge steps (sampling + decoding; the
-    weights do not change the cost, so they are left untrained)."""
+def speed_at(side: int, steps: int, window: tuple[int, int, int, int] | None = None, frames: int = 64) -> float:
+    """ms per frame of the avatar's networks at ``side`` px, ``steps`` bridge steps (sampling + decoding the
+    latent ``window``, as drawing does, or all of it; the weights do not change the cost, so they are left
+    untrained)."""
     from talkhead.render.latent.engine import LatentEngine
     from talkhead.render.latent.model import LatentConfig
     from talkhead.render.latent.vae import FaceVAE, VAEConfig
@@ -225,10 +230,12 @@ def speed_at(side: int, steps: int, frames: int = 64) -> float:
     g = side // vae.down
     ref, noise = torch.zeros(1, 4, g, g), torch.randn(frames, 4, g, g)
     maps, ctx, m = torch.zeros(frames, 2, g, g), torch.zeros(frames, 4, g, g), torch.zeros(frames, 58)
+    r0, r1, c0, c1 = window or (0, g, 0, g)
     eng.decode(eng.sample(ref, m[:4], noise[:4], geometry=maps[:4], context=ctx[:4]))  # warm-up
     t = time.perf_counter()
     for i in range(0, frames, 32):
-        eng.decode(eng.sample(ref, m[i:i + 32], noise[i:i + 32], geometry=maps[i:i + 32], context=ctx[i:i + 32]))
+        z = eng.sample(ref, m[i:i + 32], noise[i:i + 32], geometry=maps[i:i + 32], context=ctx[i:i + 32])
+        eng.decode(z[:, :, r0:r1, c0:c1])
     return (time.perf_counter() - t) / frames * 1000
 
 
@@ -247,7 +254,11 @@ def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchCo
         atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
     first = cfg.pairs[0]
     result["speech"] = speech_driven(work / f"{first}.avatar", cfg)
-    result["speed_256px_ms"] = {f"bridge {k} step{'s' * (k > 1)}": round(speed_at(256, k), 2) for k in (1, 2, 4)}
+    # Crops of 128 and 256 px both have 32 latent cells a side, so the first avatar's window serves at 256 px.
+    first_av = load_avatar(work / f"{first}.avatar")
+    window = decode_window(first_av.paste, first_av.engine.vae.down)
+    result["speed_256px_ms"] = {f"bridge {k} step{'s' * (k > 1)}{', whole crop' * (w is None)}": round(speed_at(256, k, w), 2)
+                                for k in (1, 2, 4) for w in (window, None)}
     atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
     plot_rows(result, out / "avatar.png")
     sheet(views, out / "avatar_sheet.png")

@@ -10,6 +10,10 @@ motion's mouth channels (with the base frame's own head pose and eyes) give the 
 motion conditioning, the engine samples the crop's latent from seeded noise, and the decoded crop is
 warped back into the base frame through a feathered mask. Outside the mask the frame is the base
 frame, pixel for pixel. The base loops forward and back, so it never jumps.
+
+With a mouth bank (every training frame's latent), each frame starts from the person's own nearest
+mouth, and gets back that bank frame's fine detail: what the VAE loses of it (the real crop minus the
+decoded latent, stored as JPEG), averaged over frames so that it does not flicker.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ KIND = "talkhead-avatar"
 VERSION = 1  # a file with a mouth bank (``bank.*``) is still version 1: without one, drawing starts from the reference
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
 LOWER = MOUTH
+# How much of the running average of the bank's detail each frame keeps (cap12 -> cap13, 200 frames: 0.5
+# detail 0.66x flicker 1.36x, 0.7 0.60x 1.26x; none 0.15x 1.13x).
+DETAIL_MEMORY = 0.7
+DETAIL_QUALITY = 90
+WINDOW_MARGIN = 2  # latent cells decoded around the paste mask  # JPEG quality of the bank's detail (at 90 it measures as the raw detail does)
 
 
 @dataclass
@@ -52,7 +61,12 @@ class Avatar:
     base_affine: np.ndarray  # [B, 2, 3]
     base_motion: np.ndarray  # [B, 58]
     meta: dict
-    bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump
+    bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump,
+    # and detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent
+
+    def detail(self, i: int) -> np.ndarray:
+        """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
+        return _unjpeg(*self.bank["detail"], i).astype(np.float32) - 128
 
     @property
     def grid(self) -> int:
@@ -84,20 +98,36 @@ def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
     return best[1], best[2], best[3]
 
 
-def _jpeg(frame: np.ndarray) -> np.ndarray:
-    buf = io.BytesIO()
-    Image.fromarray(frame).save(buf, "JPEG", quality=95)
-    return np.frombuffer(buf.getvalue(), np.uint8)
+def _jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
+    """Images as one byte tensor of JPEGs and their offsets (``_unjpeg`` reads one back)."""
+    out = []
+    for im in images:
+        buf = io.BytesIO()
+        Image.fromarray(im).save(buf, "JPEG", quality=quality)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return {"jpeg": torch.from_numpy(np.concatenate(out)),
+            "offsets": torch.tensor(np.cumsum([0] + [len(j) for j in out]), dtype=torch.int64)}
+
+
+def _unjpeg(raw: np.ndarray, offsets: np.ndarray, i: int) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(raw[offsets[i]:offsets[i + 1]].tobytes())).convert("RGB"))
 
 
 def bank_tensors(engine: LatentEngine, data: AvatarData) -> dict[str, torch.Tensor]:
-    """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends."""
+    """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends, and its
+    detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``)."""
     frames = np.concatenate([c["frames"] for c in data.clips])
-    latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)])
+    latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)]).half()
     ends = np.zeros(len(frames), np.uint8)
     ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    return {"bank.latent": latent.half(), "bank.motion": torch.from_numpy(motion), "bank.ends": torch.from_numpy(ends)}
+    detail = []
+    for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
+        rec = engine.decode(latent[i:i + 64].float()).astype(np.float32)
+        detail += list(np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8))
+    jp = _jpegs(detail, DETAIL_QUALITY)
+    return {"bank.latent": latent, "bank.motion": torch.from_numpy(motion), "bank.ends": torch.from_numpy(ends),
+            "bank.detail_jpeg": jp["jpeg"], "bank.detail_offsets": jp["offsets"]}
 
 
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
@@ -109,12 +139,11 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
     clip = data.clips[ci]
     frames = read_frames(videos[clip["video"]], 25)[clip["frame_index"][a:b]]
-    jpegs = [_jpeg(f) for f in frames]
+    base = _jpegs(list(frames), 95)
     tensors, own = engine_tensors(engine)
     tensors = {f"engine.{k}": v for k, v in tensors.items()}
     tensors.update({
-        "base.jpeg": torch.from_numpy(np.concatenate(jpegs)),
-        "base.offsets": torch.tensor(np.cumsum([0] + [len(j) for j in jpegs]), dtype=torch.int64),
+        "base.jpeg": base["jpeg"], "base.offsets": base["offsets"],
         "base.affine": torch.from_numpy(clip["affine"][a:b].astype(np.float32)),
         "base.motion": torch.from_numpy(clip["motion"][a:b].astype(np.float32)),
         "reference": torch.from_numpy(np.ascontiguousarray(data.reference)),
@@ -149,13 +178,14 @@ def load_avatar(path: str | Path) -> Avatar:
                          f"this one reads {VERSION}): train it again")
     engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
     raw, off = tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy()
-    base = np.stack([np.asarray(Image.open(io.BytesIO(raw[off[i]:off[i + 1]].tobytes())).convert("RGB"))
-                     for i in range(len(off) - 1)])
+    base = np.stack([_unjpeg(raw, off, i) for i in range(len(off) - 1)])
     f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine")}
     bank = None
     if "bank.latent" in tensors:
         bank = {"latent": tensors["bank.latent"].float(), "motion": tensors["bank.motion"].numpy(),
                 "ends": tensors["bank.ends"].numpy().astype(bool), "jump": float(meta["bank"]["jump"])}
+        if "bank.detail_jpeg" in tensors:  # decoded frame by frame as drawing picks them
+            bank["detail"] = (tensors["bank.detail_jpeg"].numpy(), tensors["bank.detail_offsets"].numpy())
     return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
                   base, f64["base.affine"], tensors["base.motion"].numpy(), meta, bank)
@@ -183,6 +213,16 @@ def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, ma
     return out
 
 
+def decode_window(paste: np.ndarray, down: int, margin: int = WINDOW_MARGIN) -> tuple[int, int, int, int]:
+    """Latent rows and columns (r0, r1, c0, c1) that cover the paste mask, ``margin`` cells wider: decoding
+    only these is what drawing needs. (The decoder's group norms see a smaller picture there, so a window
+    decodes close to, not exactly as, the whole crop: 50 dB at 256 px, 35 dB at 128 px with 2 cells.)"""
+    ys, xs = np.nonzero(paste > 0)
+    g = paste.shape[0] // down
+    return (max(0, ys.min() // down - margin), min(g, ys.max() // down + 1 + margin),
+            max(0, xs.min() // down - margin), min(g, xs.max() // down + 1 + margin))
+
+
 def pingpong(i: np.ndarray, n: int) -> np.ndarray:
     """Frame indices looping 0..n-1 forward and back: 0 1 2 1 0 1 2 ... (no jump at the turn)."""
     if n <= 1:
@@ -195,8 +235,17 @@ class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
-                 affines: np.ndarray | None = None, motion: np.ndarray | None = None) -> None:
+                 affines: np.ndarray | None = None, motion: np.ndarray | None = None,
+                 detail: float | None = DETAIL_MEMORY, window: bool = True) -> None:
+        """``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
+        share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
+        decode only the latent cells under the paste mask (``decode_window``), not the whole crop."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
+        self.window = decode_window(self.avatar.paste, self.avatar.engine.vae.down) if window else None
+        if detail is not None and not 0.0 <= detail < 1.0:
+            raise InputError(f"the detail memory must be in [0, 1), not {detail}")
+        self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
+        self._detail: np.ndarray | None = None
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -227,10 +276,27 @@ class AvatarRenderer:
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
         ctx = self._ctx[idx] if self._ctx is not None else a.contexts(self.base[idx], self.affine[idx])
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
-        ref = self.ref if self.bank is None else a.bank["latent"][self.bank.choose(mouth_keys(a.crop_points, drive, a.side))]
+        chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
+        ref = self.ref if chosen is None else a.bank["latent"][chosen]
         z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
                             geometry=a.maps(drive), context=ctx)
-        return a.engine.decode(z)
+        if self.window is None:
+            crops = a.engine.decode(z)
+        else:  # outside the window the paste mask is 0: those pixels are never seen
+            (r0, r1, c0, c1), d = self.window, a.engine.vae.down
+            crops = np.zeros((len(idx), a.side, a.side, 3), np.uint8)
+            crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1])
+        return crops if self.memory is None else self._add_detail(crops, chosen)
+
+    def _add_detail(self, crops: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """Crops with their bank frames' detail added, as a running average: a bank frame changes every few
+        frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's)."""
+        out = np.empty_like(crops)
+        for k, (crop, i) in enumerate(zip(crops, chosen)):
+            d = self.avatar.detail(int(i))
+            self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
+            out[k] = np.clip(np.round(crop + self._detail), 0, 255).astype(np.uint8)
+        return out
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
         for i in range(0, len(motion), batch):
