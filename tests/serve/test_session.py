@@ -112,3 +112,28 @@ def test_a_piper_say_in_pieces_brings_every_piece_in_order_without_a_gap():
     assert np.array_equal(pcm, want)  # every piece's samples, in order, no gap and nothing extra
     jaw = np.array([o.motion[SPEC["jawOpen"]] for o in speech])  # the mouth moves while joe speaks
     assert np.ptp(jaw) > 0.1 and np.isfinite(jaw).all()
+
+
+def test_speech_waiting_tells_the_pacer_a_new_utterance_is_ready():
+    """The pacer sends a new utterance's first frame as soon as ``speech_waiting`` says it is ready, instead of
+    at the next tick: idle frames never count, nor does an utterance already spoken."""
+    from talkhead.audio.tts import synthesize
+    from talkhead.pipeline import load_model
+    from talkhead.render import make_renderer
+    from talkhead.render.face import default_photo
+    from talkhead.serve.session import LiveSession
+
+    session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"))
+    try:
+        deadline = time.monotonic() + 10
+        while session.take() is None and time.monotonic() < deadline:  # idle frames are being drawn
+            time.sleep(0.005)
+        assert not session.speech_waiting(0)
+        number = session.say(synthesize("Hello.", "us-female").wav)
+        deadline = time.monotonic() + 30
+        while not session.speech_waiting(0) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert session.speech_waiting(number - 1) and not session.speech_waiting(number)
+        assert session.take().utterance == number
+    finally:
+        session.close()

@@ -48,6 +48,7 @@ class Connection:
         self.ended = False  # 'end' arrived: the transport is being closed
         self.frame = 0  # the next frame index sent
         self.dropped_upto = 0  # utterances up to this number were interrupted
+        self.last_spoken = 0  # the last utterance whose frames were sent
         self.speaking: int | None = None
         self.audio_s = 0.0
         self._pacer: asyncio.Task | None = None
@@ -182,7 +183,7 @@ class Connection:
                 out = self.session.take()  # drawn before the interrupt: never sent
             if out is not None and out.utterance is not None:
                 if self.speaking != out.utterance:
-                    self.speaking = out.utterance
+                    self.speaking = self.last_spoken = out.utterance
                     await self.sink.event({"type": "speaking", "utterance": out.utterance, "frame": self.frame})
                 await self.sink.audio(self.frame, out.audio)
             await self.sink.frame(self.frame, None if out is None else out.image)
@@ -195,7 +196,20 @@ class Connection:
             if delay < -2 / FPS:  # fell behind (a slow reader): skip ahead, never queue up
                 skipped = int(-delay * FPS)
                 self.frame, due = self.frame + skipped, due + skipped / FPS
-            await asyncio.sleep(max(0.0, due - loop.time()))
+            if self.speaking is None and await self._speech_before(due):
+                due = loop.time()  # new speech goes now, not at the next tick: the clock starts again from it
+            else:
+                await asyncio.sleep(max(0.0, due - loop.time()))
+
+    async def _speech_before(self, due: float) -> bool:
+        """While silent, wait until ``due`` in short steps; True as soon as a new utterance's first frame is
+        ready (on average it would wait half a frame, 20 ms, for the next tick)."""
+        loop = asyncio.get_running_loop()
+        while (left := due - loop.time()) > 0:
+            if self.session is not None and self.session.speech_waiting(max(self.dropped_upto, self.last_spoken)):
+                return True
+            await asyncio.sleep(min(left, 0.005))
+        return False
 
 
 def avatar_id(value) -> str | None:

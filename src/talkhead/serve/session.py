@@ -179,6 +179,12 @@ class LiveSession:
         except queue.Empty:
             return None
 
+    def speech_waiting(self, after: int) -> bool:
+        """Whether the next frame to take is speech of an utterance numbered above ``after``."""
+        with self.frames.mutex:
+            head = self.frames.queue[0] if self.frames.queue else None
+        return head is not None and head.utterance is not None and head.utterance > after
+
     def drain(self) -> None:
         while self.take() is not None:
             pass
