@@ -32,7 +32,10 @@ def test_frames_outside_the_mask_are_the_base_pixel_for_pixel(tiny_avatar):
         assert np.array_equal(frames[i][outside], av.base[idx[i]][outside])
         assert not np.array_equal(frames[i], av.base[idx[i]])  # and inside it something was drawn
     again = np.stack(list(AvatarRenderer(av, seed=0).frames(motion, batch=40)))
-    assert np.array_equal(frames, again)  # explicit seed, any batching: the same frames
+    # Explicit seed, any batching: the same frames, but for a rare pixel a level apart (a convolution's
+    # float sums come out differently rounded in a batch of 8 than in one of 40).
+    gap = np.abs(frames.astype(int) - again)
+    assert gap.max() <= 1 and (gap > 0).mean() < 1e-5
 
 
 def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_avatar):
@@ -75,9 +78,11 @@ def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(
     motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 8)
     idx = np.arange(8) % len(av.base)
     part, whole = (AvatarRenderer(av, seed=0, window=w).crops(motion, idx).astype(np.float64) for w in (True, False))
+    av.bank.pop("norms")  # the window's own group-norm statistics instead of the bank frame's whole ones
+    own = AvatarRenderer(av, seed=0, window=True).crops(motion, idx).astype(np.float64)
     seen = av.paste > 0
-    err = ((part - whole) ** 2)[:, seen].mean()
-    assert 10 * np.log10(255 ** 2 / err) > 30  # close: only the decoder's group norms see a smaller picture
+    err, own_err = (((x - whole) ** 2)[:, seen].mean() for x in (part, own))
+    assert 10 * np.log10(255 ** 2 / err) > 30 and err < own_err
 
 
 def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):

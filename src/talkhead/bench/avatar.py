@@ -136,7 +136,7 @@ VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [80
             ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
             ("bridge 2 steps, no bank detail", True, [800, 400], {"detail": None}),
             ("bridge 2 steps, bank detail memory 0.5", True, [800, 400], {"detail": 0.5}),
-            ("bridge 2 steps, only the mask's window decoded (serve)", True, [800, 400], {"window": True}))
+            ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
 
 
 def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:

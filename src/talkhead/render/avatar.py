@@ -62,7 +62,8 @@ class Avatar:
     base_motion: np.ndarray  # [B, 58]
     meta: dict
     bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump,
-    # and detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent
+    # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
+    # decoder's group-norm statistics decoding it whole
 
     def detail(self, i: int) -> np.ndarray:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
@@ -121,13 +122,15 @@ def bank_tensors(engine: LatentEngine, data: AvatarData) -> dict[str, torch.Tens
     ends = np.zeros(len(frames), np.uint8)
     ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    detail = []
+    detail, norms = [], []
     for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
-        rec = engine.decode(latent[i:i + 64].float()).astype(np.float32)
+        z = latent[i:i + 64].float()
+        rec = engine.decode(z).astype(np.float32)
         detail += list(np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8))
+        norms.append(engine.norm_stats(z))
     jp = _jpegs(detail, DETAIL_QUALITY)
     return {"bank.latent": latent, "bank.motion": torch.from_numpy(motion), "bank.ends": torch.from_numpy(ends),
-            "bank.detail_jpeg": jp["jpeg"], "bank.detail_offsets": jp["offsets"]}
+            "bank.detail_jpeg": jp["jpeg"], "bank.detail_offsets": jp["offsets"], "bank.norms": torch.cat(norms)}
 
 
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
@@ -186,6 +189,8 @@ def load_avatar(path: str | Path) -> Avatar:
                 "ends": tensors["bank.ends"].numpy().astype(bool), "jump": float(meta["bank"]["jump"])}
         if "bank.detail_jpeg" in tensors:  # decoded frame by frame as drawing picks them
             bank["detail"] = (tensors["bank.detail_jpeg"].numpy(), tensors["bank.detail_offsets"].numpy())
+        if "bank.norms" in tensors:
+            bank["norms"] = tensors["bank.norms"].float()
     return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
                   base, f64["base.affine"], tensors["base.motion"].numpy(), meta, bank)
@@ -215,8 +220,9 @@ def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, ma
 
 def decode_window(paste: np.ndarray, down: int, margin: int = WINDOW_MARGIN) -> tuple[int, int, int, int]:
     """Latent rows and columns (r0, r1, c0, c1) that cover the paste mask, ``margin`` cells wider: decoding
-    only these is what drawing needs. (The decoder's group norms see a smaller picture there, so a window
-    decodes close to, not exactly as, the whole crop: 34-38 dB against it on the bench's avatars.)"""
+    only these is what drawing needs. (With its own group-norm statistics a window decodes at 34-38 dB
+    against the whole crop on the bench's avatars; with the bank frame's whole-crop statistics at 42 dB,
+    with the crop's own whole statistics at 64 dB: the rest is the window's border.)"""
     ys, xs = np.nonzero(paste > 0)
     g = paste.shape[0] // down
     return (max(0, ys.min() // down - margin), min(g, ys.max() // down + 1 + margin),
@@ -236,12 +242,12 @@ class AvatarRenderer:
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None,
-                 detail: float | None = DETAIL_MEMORY, window: bool = False) -> None:
+                 detail: float | None = DETAIL_MEMORY, window: bool = True) -> None:
         """``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
         share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
         decode only the latent cells under the paste mask (``decode_window``), not the whole crop: 1.8x
-        faster at 256 px (live ``serve`` uses it), 0.4 dB lower PSNR on cap13 and more flicker (1.31x the real
-        video's against 1.20x), because the decoder's group norms then see only part of the face."""
+        faster at 256 px. The decoder's group norms then use the chosen bank frame's statistics decoded
+        whole (without a bank, the window's own: 0.4 dB lower PSNR on cap13 than the whole crop)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window = decode_window(self.avatar.paste, self.avatar.engine.vae.down) if window else None
         if detail is not None and not 0.0 <= detail < 1.0:
@@ -287,7 +293,8 @@ class AvatarRenderer:
         else:  # outside the window the paste mask is 0: those pixels are never seen
             (r0, r1, c0, c1), d = self.window, a.engine.vae.down
             crops = np.zeros((len(idx), a.side, a.side, 3), np.uint8)
-            crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1])
+            norms = None if chosen is None or "norms" not in a.bank else a.bank["norms"][chosen]
+            crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1], norms)
         return crops if self.memory is None else self._add_detail(crops, chosen)
 
     def _add_detail(self, crops: np.ndarray, chosen: np.ndarray) -> np.ndarray:

@@ -106,7 +106,7 @@ class Avatars:
                 raise InputError(f"unknown avatar {aid!r}")
             photo = self.photos[aid] if aid is not None else default_photo()
         if isinstance(photo, Avatar):  # a person's own frames: each session draws on its own copy of the loop
-            return AvatarRenderer(photo, seed=0, window=True)  # live: the 1.8x faster drawing of the mouth's window
+            return AvatarRenderer(photo, seed=0)
         return make_renderer("warp", photo, self.cfg.size, photo_name=aid or "astronaut")
 
 

@@ -20,6 +20,20 @@ def test_shapes():
     assert mean.shape == logvar.shape == (2, 4, 8, 8) and vae.decode(mean).shape == (2, 3, 64, 64)
 
 
+def test_a_window_of_a_latent_decodes_as_inside_the_whole_with_the_whole_ones_norm_statistics():
+    torch.manual_seed(0)
+    vae = FaceVAE(VAEConfig(size=64, widths=(8, 16), shuffle=True)).eval()
+    z = torch.randn(2, 4, 16, 16)
+    with torch.no_grad():
+        whole, stats = vae.decode(z), vae.norm_stats(z)
+        assert stats.shape == (2, 2, 8, 2)  # two group norms, 8 groups, mean and variance
+        assert torch.allclose(vae.decode(z, stats), whole, atol=1e-5)  # the same statistics: the same images
+        inner = whole[:, :, 24:40, 24:40]  # latent cells 6-10, decoded from cells 2-14 (4 cells of margin)
+        own = vae.decode(z[:, :, 2:14, 2:14])[:, :, 16:32, 16:32]
+        given = vae.decode(z[:, :, 2:14, 2:14], stats)[:, :, 16:32, 16:32]
+    assert (given - inner).abs().mean() < 0.2 * (own - inner).abs().mean()
+
+
 def test_vae_learns_face_crops_through_the_training_loop(tiny_corpus, tmp_path, capsys):
     png = Path(importlib.util.find_spec("skimage").origin).parent / "data" / "astronaut.png"
     mirrored = tmp_path / "mirrored.png"

@@ -60,15 +60,21 @@ class LatentEngine(nn.Module):
         z = self.vae.encode(as_batch(crops))[0]
         return (z - self.lat_mean[:, None, None]) / self.lat_std[:, None, None]
 
-    def decode_float(self, z: Tensor) -> Tensor:
-        """Normalised latents -> images [B, 3, S, S] in [0, 1] (differentiable: training's pixel terms)."""
-        return self.vae.decode(z * self.lat_std[:, None, None] + self.lat_mean[:, None, None])
+    def decode_float(self, z: Tensor, norms: Tensor | None = None) -> Tensor:
+        """Normalised latents -> images [B, 3, S, S] in [0, 1] (differentiable: training's pixel terms);
+        ``norms``: the decoder's group-norm statistics to use (``FaceVAE.decode``)."""
+        return self.vae.decode(z * self.lat_std[:, None, None] + self.lat_mean[:, None, None], norms)
 
     @torch.no_grad()
-    def decode(self, z: Tensor) -> np.ndarray:
+    def decode(self, z: Tensor, norms: Tensor | None = None) -> np.ndarray:
         """Normalised latents [B, L, h, w] -> uint8 crops [B, S, S, 3]."""
-        x = self.decode_float(z).mul_(255).add_(0.5).clamp_(0, 255)
+        x = self.decode_float(z, norms).mul_(255).add_(0.5).clamp_(0, 255)
         return x.to(torch.uint8).permute(0, 2, 3, 1).numpy()
+
+    @torch.no_grad()
+    def norm_stats(self, z: Tensor) -> Tensor:
+        """The decoder's group-norm statistics [B, K, G, 2] decoding normalised latents ``z`` whole."""
+        return self.vae.norm_stats(z * self.lat_std[:, None, None] + self.lat_mean[:, None, None])
 
     def to_diffusion(self, z: Tensor, reference: Tensor) -> Tensor:
         """Frame latents -> what the diffusion models: their change from the reference, unit scale (``residual``)."""

@@ -67,8 +67,37 @@ class FaceVAE(nn.Module):
         mean, logvar = self.encoder(x * 2 - 1).chunk(2, dim=1)
         return mean, logvar.clamp(-20, 10)
 
-    def decode(self, z: Tensor) -> Tensor:
-        return torch.sigmoid(self.decoder(z))
+    def decode(self, z: Tensor, norms: Tensor | None = None) -> Tensor:
+        """Latents -> images in [0, 1]. ``norms`` [B, K, G, 2]: the decoder's K group norms use these means
+        and variances (``norm_stats`` of another latent) instead of their input's own: a part of a latent
+        then decodes as it would inside the whole one (a group norm otherwise sees only that part)."""
+        if norms is None:
+            return torch.sigmoid(self.decoder(z))
+        return torch.sigmoid(self._decode_leaves(z, norms=norms))
+
+    def norm_stats(self, z: Tensor) -> Tensor:
+        """The means and variances [B, K, G, 2] that the decoder's group norms see decoding ``z``."""
+        seen: list[Tensor] = []
+        self._decode_leaves(z, seen=seen)
+        return torch.stack(seen, 1)
+
+    def _decode_leaves(self, z: Tensor, norms: Tensor | None = None, seen: list[Tensor] | None = None) -> Tensor:
+        x, k = z, 0
+        for m in self.decoder.modules():
+            if list(m.children()):  # a container: its layers come next, in order (all are Sequential)
+                continue
+            if not isinstance(m, nn.GroupNorm):
+                x = m(x)
+                continue
+            g = x.reshape(x.shape[0], m.num_groups, -1)
+            stats = norms[:, k] if norms is not None else torch.stack([g.mean(-1), g.var(-1, unbiased=False)], -1)
+            if seen is not None:
+                seen.append(stats)
+            # sqrt and division, not rsqrt: correctly rounded, so a frame decodes alike in any batch
+            g = (g - stats[..., :1]) / torch.sqrt(stats[..., 1:] + m.eps)
+            x = g.reshape_as(x) * m.weight[:, None, None] + m.bias[:, None, None]
+            k += 1
+        return x
 
     def forward(self, x: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
         mean, logvar = self.encode(x)
