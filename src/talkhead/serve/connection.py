@@ -196,14 +196,15 @@ class Connection:
             if delay < -2 / FPS:  # fell behind (a slow reader): skip ahead, never queue up
                 skipped = int(-delay * FPS)
                 self.frame, due = self.frame + skipped, due + skipped / FPS
-            if self.speaking is None and await self._speech_before(due):
+            pending = self.session is not None and self.session._utterances > max(self.dropped_upto, self.last_spoken)
+            if self.speaking is None and pending and await self._speech_before(due):
                 due = loop.time()  # new speech goes now, not at the next tick: the clock starts again from it
             else:
                 await asyncio.sleep(max(0.0, due - loop.time()))
 
     async def _speech_before(self, due: float) -> bool:
-        """While silent, wait until ``due`` in short steps; True as soon as a new utterance's first frame is
-        ready (on average it would wait half a frame, 20 ms, for the next tick)."""
+        """While an utterance asked for has not started, wait until ``due`` in short steps; True as soon as its
+        first frame is ready (on average it would wait half a frame, 20 ms, for the next tick)."""
         loop = asyncio.get_running_loop()
         while (left := due - loop.time()) > 0:
             if self.session is not None and self.session.speech_waiting(max(self.dropped_upto, self.last_spoken)):
