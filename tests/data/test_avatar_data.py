@@ -39,7 +39,7 @@ def test_two_faces_follow_the_largest_and_the_crops_hold_the_head_still(talking_
     assert n >= len(frames) - 2 and c["frames"].shape[1:] == (d.side, d.side, 3)
     assert pearson(c["motion"][:, SPEC["jawOpen"]], true[:n, SPEC["jawOpen"]]) > 0.9
     # The stable points of every frame land where the first face's do, in crop pixels.
-    _, pts = face_points(canvas[:n], "two")
+    _, pts, _ = face_points(canvas[:n], "two")
     crop_pts = np.stack([apply(invert(a), p[STABLE]) for a, p in zip(c["affine"], pts)])
     assert np.abs(crop_pts - crop_pts[0]).max() < 0.05 * d.side
     assert 0.1 < d.paste.mean() < 0.6 and d.hidden.sum() >= (d.paste > 0.5).sum()

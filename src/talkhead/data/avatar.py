@@ -9,7 +9,8 @@ The crop side follows the source: ``crop_widths`` face widths of source pixels, 
 multiple of 16 and at most ``max_side`` (256): never sharper than the video allows.
 
 The lower face (below the nose, inside the jaw, with room for the jaw to open) is what an avatar
-regenerates; ``masks`` gives its feathered paste mask and the harder mask that hides it from the
+regenerates; frames where something hides the mouth or where it is partly outside the picture are not
+learnt from (``data.occlusion``; dropped and listed like lost ones). ``masks`` gives its feathered paste mask and the harder mask that hides it from the
 network's context. Crops, transforms and masks are all in one coordinate frame per avatar: the first
 face's aligned crop.
 """
@@ -102,8 +103,16 @@ def crop_maps(points: np.ndarray, ref_points: np.ndarray, crop_to_ref: np.ndarra
 
 
 def extract(frame: np.ndarray, crop_to_frame: np.ndarray, side: int) -> np.ndarray:
-    """The aligned crop uint8 [S, S, 3] of one frame (bicubic; PIL maps output pixels to input pixels)."""
-    m = crop_to_frame
+    """The aligned crop uint8 [S, S, 3] of one frame (bicubic; PIL maps output pixels to input pixels).
+    Where the crop reaches past the picture its edge pixels are repeated, not black: a network learning from
+    a face at the picture's edge is not taught to draw black below the chin."""
+    m = np.array(crop_to_frame, np.float64)
+    corners = np.array([[0, 0, 1], [side, 0, 1], [0, side, 1], [side, side, 1]], np.float64) @ m.T
+    h, w = frame.shape[:2]
+    pad = int(np.ceil(max(0.0, -corners.min(), corners[:, 0].max() - w, corners[:, 1].max() - h))) + 2
+    if pad > 2:  # the crop leaves the picture: shift into the picture padded by its edges
+        frame = np.pad(frame, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+        m[:, 2] += pad
     # PIL's affine maps the centre of output pixel (x + 0.5) to input coordinates the same way.
     coeffs = (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2])
     img = Image.fromarray(frame).transform((side, side), Image.AFFINE, coeffs, resample=Image.BICUBIC)
@@ -138,8 +147,9 @@ def context(crops: np.ndarray, hidden: np.ndarray) -> np.ndarray:
 
 
 def face_points(frames: np.ndarray, name: str, progress: bool = False, redetect: int = 10
-                ) -> tuple[list[int], np.ndarray]:
-    """(indices of the frames with a face, their 68 points [N, 68, 2]); the largest face, tracked.
+                ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(indices of the frames with a face, their 68 points [N, 68, 2], the boxes they were found in [N, 4]
+    as (left, top, right, bottom)); the largest face, tracked.
 
     dlib's detector runs every ``redetect`` frames (and whenever the track is lost); between, the
     landmark predictor runs in the last detection's box moved with the face: the detector is ~50x
@@ -151,7 +161,7 @@ def face_points(frames: np.ndarray, name: str, progress: bool = False, redetect:
     from talkhead.render.face import _models, detect_face
 
     _, predictor = _models()
-    keep, pts, box = [], [], None  # box: (left, top, right, bottom) of the last detection, moved with the face
+    keep, pts, boxes, box = [], [], [], None  # box: (left, top, right, bottom) of the last detection, moved
     for i, f in enumerate(tqdm(frames, desc=f"landmarks {name}", unit="frame", disable=not progress)):
         if box is None or i % redetect == 0:
             try:
@@ -167,7 +177,8 @@ def face_points(frames: np.ndarray, name: str, progress: bool = False, redetect:
             box = (box[0] + shift[0], box[1] + shift[1], box[2] + shift[0], box[3] + shift[1])
         keep.append(i)
         pts.append(p)
-    return keep, np.asarray(pts, np.float32).reshape(-1, 68, 2)
+        boxes.append(box)
+    return keep, np.asarray(pts, np.float32).reshape(-1, 68, 2), np.asarray(boxes, np.float32).reshape(-1, 4)
 
 
 def runs(indices: list[int], min_len: int) -> list[tuple[int, int]]:
@@ -183,19 +194,9 @@ def runs(indices: list[int], min_len: int) -> list[tuple[int, int]]:
 
 def lost_frames(indices: list[int], total: int) -> list[tuple[int, int]]:
     """Frame ranges [a, b] (inclusive) without a face, for the report."""
-    have = np.zeros(total, bool)
-    have[indices] = True
-    out, i = [], 0
-    while i < total:
-        if not have[i]:
-            j = i
-            while j + 1 < total and not have[j + 1]:
-                j += 1
-            out.append((i, j))
-            i = j + 1
-        else:
-            i += 1
-    return out
+    from talkhead.data.video import frame_runs
+
+    return frame_runs(np.setdiff1d(np.arange(total), indices))
 
 
 @dataclass
@@ -210,7 +211,7 @@ class AvatarData:
     crop_points: np.ndarray  # [68, 2]: the first face's landmarks in crop pixels (the mouth maps' rig)
     paste: np.ndarray  # [S, S] float
     hidden: np.ndarray  # [S, S] bool
-    report: dict  # per video: frames, kept, lost ranges
+    report: dict  # per video: frames, kept, and the ranges lost, occluded and outside the picture
 
 
 def maps_motion(motion: np.ndarray) -> np.ndarray:
@@ -231,7 +232,8 @@ def mouth_maps_for(crop_points: np.ndarray, motion: np.ndarray, side: int, grid:
     return mouth_maps(fit_rig(crop_points), maps_motion(motion), side, grid)
 
 
-def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool) -> tuple[np.ndarray, list[int], np.ndarray]:
+def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool
+                 ) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
     from talkhead.data.video import read_frames
 
     import sys
@@ -239,12 +241,37 @@ def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool) -> tuple[np.
     from talkhead.render.face import detect_faces
 
     frames = read_frames(path, cfg.fps)  # a corrupt or unknown file is a named error there
-    keep, pts = face_points(frames, path.name, progress)
+    keep, pts, boxes = face_points(frames, path.name, progress)
     if not keep:
         raise InputError(f"no face found in {path.name}")
     if len(detect_faces(frames[keep[0]], path.name)) > 1:  # said once: the largest face is the person
         print(f"talkhead: {path.name} shows more than one face; the avatar follows the largest", file=sys.stderr)
-    return frames, keep, pts
+    return frames, keep, pts, boxes
+
+
+def usable(frames: np.ndarray, keep: list[int], pts: np.ndarray, boxes: np.ndarray, name: str
+           ) -> tuple[np.ndarray, dict]:
+    """bool per kept frame: one the avatar may learn from (``data.occlusion``: the mouth is not hidden and its
+    lips are inside the picture), and the report's ranges of those dropped; each said once on stderr."""
+    import sys
+
+    from talkhead.data.occlusion import OcclusionConfig, lips_outside, mirror_disagreement, occluded
+    from talkhead.data.video import frame_runs
+
+    cfg = OcclusionConfig()
+    hid = occluded(mirror_disagreement(frames, keep, pts, boxes), keep, cfg)
+    out = lips_outside(pts, (frames.shape[2], frames.shape[1]))
+    notes = {"occluded": hid, "outside": out & ~hid}
+    report = {}
+    for what, flags in notes.items():
+        ranges = frame_runs(np.asarray(keep)[flags])
+        report[what] = ranges
+        if ranges:
+            why = "the mouth is hidden" if what == "occluded" else "the lips are partly outside the picture"
+            where = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
+            print(f"talkhead: {name}: {why} in frames {where} ({int(flags.sum())} of {len(frames)}): "
+                  "not learnt from", file=sys.stderr)
+    return ~(hid | out), report
 
 
 def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), progress: bool = True) -> AvatarData:
@@ -254,16 +281,20 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
 
     clips, report, geo = [], {}, None
     for path in map(Path, videos):
-        frames, keep, pts = _video_faces(path, cfg, progress)
+        frames, keep, pts, boxes = _video_faces(path, cfg, progress)
         if geo is None:
             side, crop_to_ref = crop_geometry(pts[0], cfg)
-            geo = (side, crop_to_ref, pts[0])
-        side, crop_to_ref, ref_points = geo
+            crop_points = apply(invert(crop_to_ref), pts[0])
+            geo = (side, crop_to_ref, pts[0], crop_points, *masks(crop_points, side, cfg))
+        side, crop_to_ref, ref_points, crop_points, paste, hidden = geo
         motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters)).astype(np.float32)
         maps_ = crop_maps(pts, ref_points, crop_to_ref, cfg.smooth)
+        ok, dropped = usable(frames, keep, pts, boxes, path.name)
+        lost = lost_frames(keep, len(frames))
+        keep, motion, maps_ = [k for k, o in zip(keep, ok) if o], motion[ok], maps_[ok]
         stretches = runs(keep, cfg.min_clip)
         report[path.name] = {"frames": len(frames), "kept": int(sum(b - a for a, b in stretches)),
-                             "lost": lost_frames(keep, len(frames))}
+                             "lost": lost, **dropped}
         for a, b in stretches:
             crops = np.stack([extract(frames[keep[j]], maps_[j], side) for j in range(a, b)])
             clips.append({"frames": crops, "motion": motion[a:b], "affine": maps_[a:b], "video": path.name,
@@ -271,13 +302,11 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
         del frames
     if geo is None or not clips:
         raise InputError("no stretch of a second or more with a face in " + ", ".join(Path(v).name for v in videos))
-    side, crop_to_ref, ref_points = geo
+    side, crop_to_ref, ref_points, crop_points, paste, hidden = geo
     seconds = sum(len(c["frames"]) for c in clips) / cfg.fps
     if seconds < cfg.min_seconds:
         raise InputError(f"too short: {seconds:.1f} s of video with a face; an avatar needs at least "
                          f"{cfg.min_seconds:.0f} s (30 s to 5 min is best)")
-    crop_points = apply(invert(crop_to_ref), ref_points)
-    paste, hidden = masks(crop_points, side, cfg)
     reference = clips[0]["frames"][0]
     for c in clips:
         c["reference"] = reference

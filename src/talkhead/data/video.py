@@ -217,7 +217,7 @@ def capture(path: str | Path, cfg: VideoConfig = VideoConfig(), progress: bool =
     fitted = fit_motion(np.stack(pts), cfg)
     idx = np.arange(n)
     motion = np.stack([np.interp(idx, found, fitted[:, c]) for c in range(fitted.shape[1])], 1)
-    lost = _stretches(np.setdiff1d(idx, found))
+    lost = frame_runs(np.setdiff1d(idx, found))
     if lost:
         where = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in lost)
         say(f"face lost in frames {where} of {path.name} ({n - len(found)} of {n}): "
@@ -267,7 +267,7 @@ def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     return w * h / union if union > 0 else 0.0
 
 
-def _stretches(frames: np.ndarray) -> list[tuple[int, int]]:
+def frame_runs(frames: np.ndarray) -> list[tuple[int, int]]:
     """Sorted frame numbers -> runs of consecutive ones as (first, last)."""
     runs: list[tuple[int, int]] = []
     for f in (int(v) for v in frames):

@@ -323,7 +323,7 @@ def fitted_drive(avatar: Avatar, frames: np.ndarray, name: str, progress: bool =
     from talkhead.data.avatar import AvatarDataConfig, crop_maps, face_points
     from talkhead.data.video import VideoConfig, fit_motion
 
-    keep, pts = face_points(frames, name, progress)
+    keep, pts, _ = face_points(frames, name, progress)
     if not keep:
         raise InputError(f"no face found in {name}")
     cfg = AvatarDataConfig()
