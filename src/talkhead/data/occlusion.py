@@ -6,8 +6,9 @@ shape of the rest of the face. Its guess is not mirror-symmetric: the same frame
 mirrored box and mirrored back, puts the mouth elsewhere, while a visible mouth is found again within about
 1.5 % of the eye span. Over half a second (a rolling median, against dlib's frame-to-frame noise) the
 disagreement marks an occluded stretch; hysteresis grows each stretch that passes ``high`` out to where it
-falls below ``low``, so the edges of a hand coming and going go with it. Measured on the three videos in
-``../shared/data/videos`` (docs/avatar.md): the Pexels clip's hand (frames ~65-235) is flagged whole and
+falls below ``low`` (or near the run's own median level), and ``margin`` frames more, so the edges of a
+hand coming and going (still at the chin, inside the redrawn region) go with it. Measured on the three videos in
+``../shared/data/videos`` (docs/avatar.md): the Pexels clip's hand (frames ~60-245) is flagged as 52-247 and
 no frame of cap12 or cap13 is (their rolling maximum is 2.4 % and 2.7 %, under ``high``).
 """
 
@@ -24,7 +25,9 @@ class OcclusionConfig:
 
     window: int = 13  # frames of rolling median (0.5 s at 25 fps)
     high: float = 0.03  # a stretch is occluded where the rolling disagreement passes this ...
-    low: float = 0.018  # ... and reaches out to where it falls below this
+    low: float = 0.018  # ... and reaches out to where it falls below this, or below ...
+    margin: int = 12  # frames more on each side: a hand still touches the chin as it comes and goes (0.5 s)
+    level: float = 1.25  # ... this times the median of the run's frames under ``high`` (a face whose visible mouth reads near ``low``)
 
 
 def mirror_permutation() -> np.ndarray:
@@ -64,15 +67,20 @@ def mirror_disagreement(frames: np.ndarray, keep: list[int], pts: np.ndarray, bo
 def occluded(disagreement: np.ndarray, keep: list[int], cfg: OcclusionConfig = OcclusionConfig()) -> np.ndarray:
     """bool per kept frame: in a stretch whose rolling disagreement passes ``high`` (grown out to ``low``).
     Each run of consecutive frames is taken on its own: a lost face breaks the median and the stretches."""
-    from scipy.ndimage import label, median_filter
+    from scipy.ndimage import binary_dilation, label, median_filter
 
     keep, out = np.asarray(keep), np.zeros(len(keep), bool)
     cuts = np.flatnonzero(np.diff(keep) != 1) + 1
     for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(keep)]):
         roll = median_filter(disagreement[a:b], min(cfg.window, b - a), mode="reflect")
-        runs, _ = label(roll > cfg.low)
+        # A small or rendered face's visible mouth can sit at ``low`` itself: then the stretch would grow
+        # over the whole run, so it stops where the median comes back near the run's own level.
+        calm = roll[roll <= cfg.high]  # the visible frames' level, not pulled up by the covered ones
+        level = cfg.level * float(np.median(calm)) if len(calm) else cfg.low
+        low = min(cfg.high, max(cfg.low, level))
+        runs, _ = label(roll > low)
         hot = np.setdiff1d(np.unique(runs[roll > cfg.high]), [0])
-        out[a:b] = np.isin(runs, hot)
+        out[a:b] = binary_dilation(np.isin(runs, hot), iterations=cfg.margin) if cfg.margin else np.isin(runs, hot)
     return out
 
 

@@ -123,16 +123,24 @@ def _tracks():
             return frame
 
     class FaceAudio(AudioStreamTrack):
-        """The speech (silence between utterances) in 20 ms slices of 16 kHz mono; aiortc resamples for Opus."""
+        """The speech (silence between utterances) in 20 ms slices of 16 kHz mono; aiortc resamples for Opus.
+
+        Slices come two at a time, with each video frame; each leaves at its own time, 20 ms after the one
+        before (or at once when the clock fell behind): packets in pairs every 40 ms read to the browser as
+        20 ms of jitter, and its jitter buffer then holds the sound back behind the picture."""
 
         def __init__(self) -> None:
             super().__init__()
-            self.queue = _Latest(4)
+            self.queue, self.due = _Latest(4), 0.0
 
         async def recv(self):
             item = await self.queue.get()
             if item is None:
                 raise MediaStreamError
+            now = asyncio.get_running_loop().time()
+            if self.due > now:
+                await asyncio.sleep(self.due - now)
+            self.due = max(now, self.due) + _SLICE / 16_000
             pts, pcm = item
             frame = av.AudioFrame.from_ndarray(pcm[None, :], format="s16", layout="mono")
             frame.sample_rate, frame.pts, frame.time_base = 16_000, pts, Fraction(1, 16_000)
@@ -185,7 +193,10 @@ class _RtcSink:
                 self.peer.audio.queue.put((index * HOP + k * _SLICE, self.silence))
 
     def flush(self) -> None:
-        self.peer.audio.queue.items.clear()  # speech queued before the interrupt is never played
+        # Speech queued before the interrupt is never played, nor its frames shown (up to 2, 80 ms, wait for
+        # the encoder): the next frame the browser gets is the pacer's next one.
+        self.peer.audio.queue.items.clear()
+        self.peer.video.queue.items.clear()
 
     async def close(self) -> None:
         asyncio.ensure_future(self.peer.close())  # not awaited: 'end' is handled inside the peer's own task
