@@ -55,6 +55,9 @@ class Worker:
         # The workers are the parallelism: N processes of one thread each beat N oversubscribed pools,
         # and one thread everywhere makes a seed give the same frames on every worker.
         torch.set_num_threads(1)
+        import talkhead.video
+
+        talkhead.video.ENCODER_THREADS = 1  # the encoder too, or one worker would use every core
         _keep_models()
 
     def warm(self) -> int:

@@ -20,6 +20,9 @@ import numpy as np
 from talkhead.errors import InputError
 from talkhead.util import atomic_path
 
+# libx264's threads (0: its own choice, about 1.5 per core). A batch worker sets 1: its parallelism is the
+# worker processes, and an encoder that spreads over every core would make one worker look like two.
+ENCODER_THREADS = 0
 AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000)
 
 
@@ -85,7 +88,7 @@ def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray | None, s
                 video = container.add_stream("libx264", rate=fps)
                 video.width, video.height = shape[1], shape[0]
                 video.pix_fmt = "yuv420p"
-                video.options = {"preset": "veryfast", "crf": "20"}
+                video.options = {"preset": "veryfast", "crf": "20", "threads": str(ENCODER_THREADS)}
                 feed = _AudioFeed(container, audio, sample_rate) if audio is not None else None
             vf = av.VideoFrame.from_ndarray(f, format="rgb24")
             vf.pts = n

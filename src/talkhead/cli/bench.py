@@ -238,7 +238,7 @@ def _register_batch(bsub: argparse._SubParsersAction) -> None:
     """``bench batch``: talkhead batch's jobs per minute, 1 and 2 workers, local and on Ray."""
     bt = bsub.add_parser("batch", help="talkhead batch: jobs/min on 1 and 2 workers, local processes and Ray")
     bt.add_argument("--out", required=True)
-    bt.add_argument("--jobs", type=int, default=None, help="one-sentence text jobs (default 8)")
+    bt.add_argument("--jobs", type=int, default=None, help="one-sentence text jobs (default 48)")
     bt.add_argument("--size", type=size_arg, default=None, help="N or WIDTHxHEIGHT (default 256)")
     bt.add_argument("--no-ray", action="store_true", help="the local pool only")
     bt.set_defaults(func=_cmd_bench_batch)
