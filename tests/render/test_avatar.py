@@ -81,8 +81,12 @@ def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(
     av.bank.pop("norms")  # the window's own group-norm statistics instead of the bank frame's whole ones
     own = AvatarRenderer(av, seed=0, window=True).crops(motion, idx).astype(np.float64)
     seen = av.paste > 0
-    err, own_err = (((x - whole) ** 2)[:, seen].mean() for x in (part, own))
-    assert 10 * np.log10(255 ** 2 / err) > 30 and err < own_err
+    # Either statistics draw the mask's pixels as the whole decode does; which is closer depends on the avatar
+    # (bench avatars, 2026-12-03: cap12 48.9 dB with the bank frame's, 34.6 with the window's own; Pexels
+    # 44.5 and 46.7), so that is a benchmark's figure, not this test's.
+    for x in (part, own):
+        assert 10 * np.log10(255 ** 2 / ((x - whole) ** 2)[:, seen].mean()) > 30
+    assert np.abs(part - own).max() > 0  # the bank frame's statistics are what the window used
 
 
 def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):
