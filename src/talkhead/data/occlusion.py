@@ -26,8 +26,8 @@ class OcclusionConfig:
     window: int = 13  # frames of rolling median (0.5 s at 25 fps)
     high: float = 0.03  # a stretch is occluded where the rolling disagreement passes this ...
     low: float = 0.018  # ... and reaches out to where it falls below this, or below ...
+    level: float = 1.25  # ... this times the run's median under ``high`` (a small face's visible mouth reads near ``low``)
     margin: int = 12  # frames more on each side: a hand still touches the chin as it comes and goes (0.5 s)
-    level: float = 1.25  # ... this times the median of the run's frames under ``high`` (a face whose visible mouth reads near ``low``)
 
 
 def mirror_permutation() -> np.ndarray:
@@ -65,7 +65,8 @@ def mirror_disagreement(frames: np.ndarray, keep: list[int], pts: np.ndarray, bo
 
 
 def occluded(disagreement: np.ndarray, keep: list[int], cfg: OcclusionConfig = OcclusionConfig()) -> np.ndarray:
-    """bool per kept frame: in a stretch whose rolling disagreement passes ``high`` (grown out to ``low``).
+    """bool per kept frame: in a stretch whose rolling disagreement passes ``high`` (grown out to ``low`` or
+    the run's own level, then by ``margin``).
     Each run of consecutive frames is taken on its own: a lost face breaks the median and the stretches."""
     from scipy.ndimage import binary_dilation, label, median_filter
 
@@ -80,7 +81,10 @@ def occluded(disagreement: np.ndarray, keep: list[int], cfg: OcclusionConfig = O
         low = min(cfg.high, max(cfg.low, level))
         runs, _ = label(roll > low)
         hot = np.setdiff1d(np.unique(runs[roll > cfg.high]), [0])
-        out[a:b] = binary_dilation(np.isin(runs, hot), iterations=cfg.margin) if cfg.margin else np.isin(runs, hot)
+        flags = np.isin(runs, hot)
+        if cfg.margin:  # (scipy dilates until nothing changes when iterations is 0)
+            flags = binary_dilation(flags, iterations=cfg.margin)
+        out[a:b] = flags
     return out
 
 
