@@ -100,20 +100,22 @@ def _bcast(a: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def _curve(un: torch.Tensor, vn: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Smooth v(u) through nodes (un, vn) [B, N] (cubic Hermite), evaluated at u [B, ...]."""
-    un = torch.cummax(un, dim=1).values  # an outline folding back on itself stays a function
-    du = (un[:, 1:] - un[:, :-1]).clamp(min=1e-3)
-    sec = (vn[:, 1:] - vn[:, :-1]) / du
-    tan = torch.cat([sec[:, :1], (sec[:, 1:] + sec[:, :-1]) / 2, sec[:, -1:]], 1)
-    v = _bcast(vn[:, 0], u).expand_as(u).clone()
-    # Sum of per-segment increments: 0 before a segment, its full rise after it.
-    for k in range(un.shape[1] - 1):
-        h = _bcast(du[:, k], u)
-        t = ((u - _bcast(un[:, k], u)) / h).clamp(0.0, 1.0)
-        t2 = t * t
-        rise = t2 * (3 - 2 * t) * _bcast(vn[:, k + 1] - vn[:, k], u)
-        v += rise + h * t * (1 - t) * ((1 - t) * _bcast(tan[:, k], u) - t * _bcast(tan[:, k + 1], u))
-    return v
+    """Smooth v(u) through nodes (un, vn) [C.., B, N] (cubic Hermite), evaluated at u [B, ...] -> [C.., B, ...]:
+    leading axes C.. are curves that share u (a mouth's two lips), evaluated together."""
+    un = torch.cummax(un, dim=-1).values  # an outline folding back on itself stays a function
+    du = (un[..., 1:] - un[..., :-1]).clamp(min=1e-3)
+    sec = (vn[..., 1:] - vn[..., :-1]) / du
+    tan = torch.cat([sec[..., :1], (sec[..., 1:] + sec[..., :-1]) / 2, sec[..., -1:]], -1)
+    # Sum of per-segment increments, all segments at once on a last axis (a loop over them cost a live
+    # frame ~500 small torch calls under the GIL): 0 before a segment, its full rise after it.
+    lead, pad = un.shape[:-1], [1] * (u.ndim - 1)
+    seg = torch.stack([un[..., :-1], du, vn[..., 1:] - vn[..., :-1], tan[..., :-1], tan[..., 1:]])
+    u0, h, dv, t0, t1 = seg.view(5, *lead, *pad, du.shape[-1]).unbind(0)
+    t = ((u[..., None] - u0) / h).clamp_(0.0, 1.0)
+    s = 1 - t
+    rise = t * t * (3 - 2 * t) * dv
+    rise += h * t * s * (s * t0 - t * t1)
+    return vn[..., 0].view(*lead, *pad) + rise.sum(-1)
 
 
 def _local_frame(a: torch.Tensor, b: torch.Tensor):
@@ -127,9 +129,12 @@ def _local_frame(a: torch.Tensor, b: torch.Tensor):
 
 
 def _to_local(pts: torch.Tensor, origin, d, n) -> tuple[torch.Tensor, torch.Tensor]:
-    """Points [B, K, 2] -> (u, v) along the axis and the normal, pixels [B, K]."""
-    rel = pts - origin[:, None]
-    return (rel * d[:, None]).sum(-1), (rel * n[:, None]).sum(-1)
+    """Points [B, K, 2] -> (u, v) along the axis and the normal, pixels [B, K]; points [B, C, K, 2] (C outlines)
+    -> [C, B, K], as ``_curve`` takes them."""
+    shape = (pts.shape[0],) + (1,) * (pts.ndim - 2) + (2,)
+    rel = pts - origin.view(shape)
+    u, v = (rel * d.view(shape)).sum(-1), (rel * n.view(shape)).sum(-1)
+    return (u, v) if pts.ndim == 3 else (u.movedim(1, 0), v.movedim(1, 0))
 
 
 def _pixels_local(ys, xs, origin, d, n) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,8 +149,7 @@ def inner_mouth(ys: torch.Tensor, xs: torch.Tensor, lm: torch.Tensor) -> dict[st
     """Target inner-lip geometry on a window: u (-1..1 corner to corner), v px, top/bottom curves."""
     origin, d, n, half = _local_frame(lm[:, 60], lm[:, 64])
     u, v = _pixels_local(ys, xs, origin, d, n)
-    top = _curve(*_to_local(lm[:, UPPER_INNER_LIP], origin, d, n), u)
-    bottom = _curve(*_to_local(lm[:, LOWER_INNER_LIP], origin, d, n), u)
+    top, bottom = _curve(*_to_local(lm[:, [UPPER_INNER_LIP, LOWER_INNER_LIP]], origin, d, n), u)
     un = u / half[:, None, None]
     corner = ((1 - un.abs()) * half[:, None, None] + 0.5).clamp(0, 1)
     return {"un": un, "v": v, "top": top, "bottom": bottom, "corner": corner}
@@ -221,10 +225,8 @@ def lid_shift(ys: torch.Tensor, xs: torch.Tensor, lm_open: torch.Tensor, lm_full
     upper = EYES[side][0]
     origin, d, n, half = _local_frame(lm_open[:, upper[0]], lm_open[:, upper[-1]])
     u, v = _pixels_local(ys, xs, origin, d, n)
-    u0, v0 = _to_local(lm_open[:, upper], origin, d, n)
-    u1, v1 = _to_local(lm_full[:, upper], origin, d, n)
-    top = _curve(u0, v0, u)
-    drop = (_curve(u1, v1, u) - top).clamp(min=0.0)
+    top, full = _curve(*_to_local(torch.stack([lm_open[:, upper], lm_full[:, upper]], 1), origin, d, n), u)
+    drop = (full - top).clamp(min=0.0)
     skin = 0.9 * half[:, None, None]  # lid skin band above the lash line, px
     start = top - skin
     t = (v - start) / (skin + drop)
@@ -249,6 +251,7 @@ class LipGap:
         self.nodes = [_to_local(lm[None, idx], self.origin, self.d, self.n)
                       for idx in (UPPER_INNER_LIP, LOWER_INNER_LIP)]
         (uu, vu), (ul, vl) = self.nodes
+        self.lips = torch.stack([uu, ul]), torch.stack([vu, vl])  # [2, 1, N]: both lips, for _curve at once
         self.max_gap = float((vl - vu).max())
         # Only truly parted lips are closed by jumping; dlib's slack between the
         # lips of a closed mouth is lip texture that simply rides along.
@@ -264,10 +267,9 @@ class LipGap:
         return (_bcast(1 - sigma, un) if self.parted else 1.0) * gap / 2
 
     def _gap_mid(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        (uu, vu), (ul, vl) = self.nodes
+        un, vn = self.lips
         b = u.shape[0]
-        top = _curve(uu.expand(b, -1), vu.expand(b, -1), u)
-        bottom = _curve(ul.expand(b, -1), vl.expand(b, -1), u)
+        top, bottom = _curve(un.expand(-1, b, -1), vn.expand(-1, b, -1), u)
         return (bottom - top).clamp(min=0.0), (bottom + top) / 2
 
     def _shift(self, u: torch.Tensor, v: torch.Tensor, sigma: torch.Tensor,

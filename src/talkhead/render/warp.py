@@ -179,6 +179,7 @@ class WarpRenderer:
         self.box = (x0, y0, x1, y1)
         hc, wc = y1 - y0, x1 - x0
         self._origin = torch.tensor([x0, y0], dtype=torch.float32, device=dev)
+        self._blinks = torch.tensor([SPEC["eyeBlinkLeft"], SPEC["eyeBlinkRight"]], device=dev)
         self._neutral = neutral.to(dev) - self._origin                # [P, 2] crop px
         self._norm = float(max(hc, wc))  # TPS works in isotropic units ~[0, 1]
         # Fixed points on the crop border keep the background where it is.
@@ -268,9 +269,9 @@ class WarpRenderer:
     def _geometry(self, motion: torch.Tensor) -> dict:
         """Crop-space rig points with/without blinks [B, P, 2], lip seal [B], mouth window."""
         m = torch.as_tensor(motion, dtype=torch.float32).to(self.device)
-        geo = {"full": project_points(self.rig, m) - self._origin,
-               "open": project_points(self.rig, m, open_eyes=True) - self._origin,
-               "seal": lip_seal(m),
+        opened = m.index_fill(1, self._blinks, 0.0)  # what project_points(open_eyes=True) does, in the same call
+        full, opened = (project_points(self.rig, torch.cat([m, opened])) - self._origin).chunk(2)
+        geo = {"full": full, "open": opened, "seal": lip_seal(m),
                "blink": bool((m[:, [SPEC["eyeBlinkRight"], SPEC["eyeBlinkLeft"]]] > 0).any())}
         hc, wc = self._identity.shape[:2]
         ys, xs = _window(geo["full"][:, 60:68].mean(1), *self._gap_hw, hc, wc)
