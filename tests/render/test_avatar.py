@@ -89,6 +89,28 @@ def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(
     assert np.abs(part - own).max() > 0  # the bank frame's statistics are what the window used
 
 
+def test_colour_follows_the_frame_it_is_drawn_on(tiny_avatar):
+    """Frames brighter than the training video's: the drawn lower face is lifted by what its decoding misses
+    of the frame's own pixels just outside the hidden region (the ring), and the ring then matches."""
+    from talkhead.render.avatar import colour_ring
+
+    av = load_avatar(tiny_avatar)
+    ring = colour_ring(av.hidden, av.paste, av.engine.vae.down)
+    assert ring.sum() > 50 and not (ring & av.hidden).any()
+    frames = np.clip(av.base.astype(np.int16) + 40, 0, 255).astype(np.uint8)  # another session's light
+    motion = np.zeros((8, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 8)
+    idx = np.arange(8)
+    kw = dict(frames=frames[idx], affines=av.base_affine[idx], motion=av.base_motion[idx], detail=None)
+    plain, matched = (AvatarRenderer(av, seed=0, colour=c, **kw).crops(motion, idx).astype(np.float64)
+                      for c in (False, True))
+    real = av.crops_of(frames[idx], av.base_affine[idx]).astype(np.float64)
+    before, after = ((x - real)[:, ring].mean(1) for x in (plain, matched))
+    assert np.abs(after).max() < 1.5 < np.abs(before).mean()  # the ring matches once shifted (to rounding)
+    lift = (matched - plain)[:, av.paste > 0.5].mean(1)
+    assert np.allclose(lift, -before, atol=1.0)  # and the lower face was moved by the same amount
+
+
 def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):
     from safetensors import safe_open
     from safetensors.torch import save_file

@@ -127,7 +127,7 @@ def _held_out(avatar: Avatar, video: Path) -> dict:
 
 def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, float]:
     """The held-out frames with the avatar's lower face, and ms per frame (sampling, decoding, pasting);
-    ``drawing``: ``AvatarRenderer``'s options (detail, window)."""
+    ``drawing``: ``AvatarRenderer``'s options (detail, window, colour)."""
     renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"], **drawing)
     t = time.perf_counter()
     drawn = np.stack(list(renderer.frames(h["motion"])))
@@ -138,7 +138,8 @@ def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, 
 VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [800], {}),
             ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
             ("bridge 2 steps, no bank detail", True, [800, 400], {"detail": None}),
-            ("bridge 2 steps, bank detail memory 0.5", True, [800, 400], {"detail": 0.5}),
+            ("bridge 2 steps, bank detail memory 0.7", True, [800, 400], {"detail": 0.7}),
+            ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
             ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
 
 

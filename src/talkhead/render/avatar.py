@@ -13,7 +13,8 @@ frame, pixel for pixel. The base loops forward and back, so it never jumps.
 
 With a mouth bank (every training frame's latent), each frame starts from the person's own nearest
 mouth, and gets back that bank frame's fine detail: what the VAE loses of it (the real crop minus the
-decoded latent, stored as JPEG), averaged over frames so that it does not flicker.
+decoded latent, stored as JPEG), averaged over frames so that it does not flicker. Its colour is matched to
+the frame it is drawn on: shifted by what the decoding is off by just outside the hidden region.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ KIND = "talkhead-avatar"
 VERSION = 1  # a file with a mouth bank (``bank.*``) is still version 1: without one, drawing starts from the reference
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
 LOWER = MOUTH
-# How much of the running average of the bank's detail each frame keeps (cap12 -> cap13, all 765 frames,
-# bench avatar of 2026-12-02: 0.7 detail 0.65x the real frames', flicker 1.26x the real video's; 0.5 0.74x
-# 1.36x; no detail 0.18x 1.16x).
-DETAIL_MEMORY = 0.7
+# How much of the running average of the bank's detail each frame keeps: detail against flicker. cap12 -> cap13,
+# all 765 frames, with the colour matched (2026-12-03): memory 0.7 detail 0.65x the real frames', flicker 1.08x
+# the real video's; 0.5 0.73x 1.18x; 0.4 0.77x 1.25x; 0.3 0.81x 1.33x (the flicker target is 1.2x).
+DETAIL_MEMORY = 0.5
 DETAIL_QUALITY = 90  # JPEG quality of the bank's detail (at 90 it measures as the raw detail does)
 WINDOW_MARGIN = 2  # latent cells decoded around the paste mask
 
@@ -77,9 +78,12 @@ class Avatar:
     def maps(self, motion: np.ndarray) -> torch.Tensor:
         return mouth_maps_for(self.crop_points, motion, self.side, self.grid)
 
-    def contexts(self, frames: np.ndarray, affines: np.ndarray) -> torch.Tensor:
-        """Context latents of frames [B, H, W, 3] seen through their crop maps [B, 2, 3]."""
-        crops = np.stack([extract(f, a, self.side) for f, a in zip(frames, affines)])
+    def crops_of(self, frames: np.ndarray, affines: np.ndarray) -> np.ndarray:
+        """The aligned crops uint8 [B, S, S, 3] of frames [B, H, W, 3] seen through their crop maps [B, 2, 3]."""
+        return np.stack([extract(f, a, self.side) for f, a in zip(frames, affines)])
+
+    def contexts(self, crops: np.ndarray) -> torch.Tensor:
+        """Context latents of aligned crops [B, S, S, 3]: the lower face hidden."""
         return self.engine.encode(context(crops, self.hidden))
 
 
@@ -230,6 +234,19 @@ def decode_window(paste: np.ndarray, down: int, margin: int = WINDOW_MARGIN) -> 
             max(0, xs.min() // down - margin), min(g, xs.max() // down + 1 + margin))
 
 
+def colour_ring(hidden: np.ndarray, paste: np.ndarray, down: int) -> np.ndarray:
+    """Where a drawn crop's colour is checked, bool [S, S]: the decoded window (``decode_window``) less the
+    hidden region grown by a pixel. The network sees the real frame there (the context), so what its
+    decoding is off by there is an error of the whole drawing. An avatar learnt from one session and drawn
+    on another (cap12 -> cap13, other light) drew the lower face 4-6 levels too bright."""
+    from scipy.ndimage import binary_dilation
+
+    r0, r1, c0, c1 = decode_window(paste, down)
+    ring = np.zeros_like(hidden)
+    ring[r0 * down:r1 * down, c0 * down:c1 * down] = True
+    return ring & ~binary_dilation(hidden, iterations=1)
+
+
 def pingpong(i: np.ndarray, n: int) -> np.ndarray:
     """Frame indices looping 0..n-1 forward and back: 0 1 2 1 0 1 2 ... (no jump at the turn)."""
     if n <= 1:
@@ -243,15 +260,18 @@ class AvatarRenderer:
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None,
-                 detail: float | None = DETAIL_MEMORY, window: bool = True) -> None:
+                 detail: float | None = DETAIL_MEMORY, window: bool = True, colour: bool = True) -> None:
         """``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
         share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
         decode only the latent cells under the paste mask (``decode_window``), not the whole crop: 1.8x
         faster at 256 px (35 against 64 ms a frame, one thread). The decoder's group norms then use the
         chosen bank frame's statistics decoded whole. On cap13 the whole crop measures 27.46 dB, flicker
-        1.20x; the window 27.10 dB, 1.26x (with the window's own statistics: 27.02 dB, 1.31x)."""
+        1.20x; the window 27.10 dB, 1.26x (with the window's own statistics: 27.02 dB, 1.31x). ``colour``:
+        shift each drawn crop's colour by what its decoding is off by on the frame's own pixels just outside
+        the hidden region (``colour_ring``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window = decode_window(self.avatar.paste, self.avatar.engine.vae.down) if window else None
+        self.ring = colour_ring(self.avatar.hidden, self.avatar.paste, self.avatar.engine.vae.down) if colour else None
         if detail is not None and not 0.0 <= detail < 1.0:
             raise InputError(f"the detail memory must be in [0, 1), not {detail}")
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
@@ -265,7 +285,8 @@ class AvatarRenderer:
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
         b = a.bank
         self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
-        self._ctx = a.contexts(self.base, self.affine) if self.loop else None
+        self._real = a.crops_of(self.base, self.affine) if self.loop else None  # the base's own crops
+        self._ctx = a.contexts(self._real) if self.loop else None
         self._index = 0
         h, w = self.base.shape[1:3]
         self.size = (w, h)
@@ -284,30 +305,39 @@ class AvatarRenderer:
         a = self.avatar
         drive = np.array(self.base_motion[idx], np.float32, copy=True)
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
-        ctx = self._ctx[idx] if self._ctx is not None else a.contexts(self.base[idx], self.affine[idx])
+        real = self._real[idx] if self._real is not None else a.crops_of(self.base[idx], self.affine[idx])
+        ctx = self._ctx[idx] if self._ctx is not None else a.contexts(real)
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
         z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
                             geometry=a.maps(drive), context=ctx)
+        crops = self._decode(z, chosen).astype(np.float32)
+        if self.ring is not None:  # the frame's own colour: the offset its decoding shows just outside the mask
+            crops += (real[:, self.ring].astype(np.float32) - crops[:, self.ring]).mean(1)[:, None, None]
+        if self.memory is not None:
+            crops = self._add_detail(crops, chosen)
+        return np.clip(np.round(crops), 0, 255).astype(np.uint8)
+
+    def _decode(self, z: torch.Tensor, chosen: np.ndarray | None) -> np.ndarray:
+        a = self.avatar
         if self.window is None:
-            crops = a.engine.decode(z)
-        else:  # outside the window the paste mask is 0: those pixels are never seen
-            (r0, r1, c0, c1), d = self.window, a.engine.vae.down
-            crops = np.zeros((len(idx), a.side, a.side, 3), np.uint8)
-            norms = None if chosen is None or "norms" not in a.bank else a.bank["norms"][chosen]
-            crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1], norms)
-        return crops if self.memory is None else self._add_detail(crops, chosen)
+            return a.engine.decode(z)
+        # Outside the window the paste mask is 0: those pixels are never seen.
+        (r0, r1, c0, c1), d = self.window, a.engine.vae.down
+        crops = np.zeros((len(z), a.side, a.side, 3), np.uint8)
+        norms = None if chosen is None or "norms" not in a.bank else a.bank["norms"][chosen]
+        crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1], norms)
+        return crops
 
     def _add_detail(self, crops: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-        """Crops with their bank frames' detail added, as a running average: a bank frame changes every few
-        frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's)."""
-        out = np.empty_like(crops)
-        for k, (crop, i) in enumerate(zip(crops, chosen)):
+        """Crops (float) with their bank frames' detail added, as a running average: a bank frame changes every
+        few frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's)."""
+        for k, i in enumerate(chosen):
             d = self.avatar.detail(int(i))
             self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
-            out[k] = np.clip(np.round(crop + self._detail), 0, 255).astype(np.uint8)
-        return out
+            crops[k] += self._detail
+        return crops
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
         for i in range(0, len(motion), batch):
