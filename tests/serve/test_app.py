@@ -265,3 +265,22 @@ def test_an_avatar_file_serves_its_own_frames_and_speaks(server, tiny_avatar):
         await ws.close()
 
     asyncio.run(go())
+
+
+def test_the_server_sets_torch_threads_as_configured_and_refuses_a_negative_count(capsys):
+    import torch
+
+    from talkhead.cli import main
+    from talkhead.serve.app import ServeConfig, create_app
+
+    before = torch.get_num_threads()
+    try:
+        create_app(ServeConfig(threads=1, model=None, live_model=None))
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        create_app(ServeConfig(model=None, live_model=None))  # None: torch's threads as they are
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert main(["serve", "--threads", "-1"]) == 2
+    assert "--threads must be >= 0" in capsys.readouterr().err

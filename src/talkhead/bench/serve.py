@@ -206,7 +206,7 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
 
     load = [round(v, 2) for v in os.getloadavg()]  # the machine's other work, for the capacity table
 
-    cfg = ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size)
+    cfg = ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size, threads=1)  # as `talkhead serve`
     srv, server = serve_in_thread(cfg)
     pcms = [(np.clip(load_audio(p), -1, 1) * 32767).astype("<i2").tobytes() for p in sorted(SPEECH.glob("*.wav"))]
     try:

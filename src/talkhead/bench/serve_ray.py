@@ -197,7 +197,7 @@ def run_ray_serve_bench(out: str | Path, cfg: RayServeBenchConfig = RayServeBenc
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     load, port = [round(v, 2) for v in os.getloadavg()], _free_port()
-    serve_cfg = with_store(ServeConfig(max_sessions=cfg.max_sessions, model=cfg.model, size=cfg.size), None)
+    serve_cfg = with_store(ServeConfig(max_sessions=cfg.max_sessions, model=cfg.model, size=cfg.size, threads=1), None)
     levels, deploy_s, kill, placement, owned = _plain_levels(cfg) if cfg.baseline else [], {}, None, None, None
     try:
         for r in cfg.replicas:

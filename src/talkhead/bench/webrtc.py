@@ -172,7 +172,7 @@ def measure(cfg: WebRtcBenchConfig = WebRtcBenchConfig(), server: str | None = N
     say, interrupt = _SAY.replace("__STATS__", _STATS), _INTERRUPT.replace("__STATS__", _STATS)
     srv = None
     if server is None:
-        srv, server = serve_in_thread(ServeConfig(max_sessions=max(4, cfg.sessions)))
+        srv, server = serve_in_thread(ServeConfig(max_sessions=max(4, cfg.sessions), threads=1))  # as `talkhead serve`
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=FLAGS)

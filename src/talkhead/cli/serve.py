@@ -16,6 +16,8 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
     if not 1 <= args.max_sessions <= 64:
         raise InputError(f"--max-sessions must be 1..64, got {args.max_sessions}")
+    if args.threads < 0:
+        raise InputError(f"--threads must be >= 0, got {args.threads}")
     if not 1 <= args.port <= 65535:
         raise InputError(f"--port must be 1..65535, got {args.port}")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -30,7 +32,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
                        ice_credential=args.ice_credential, ice_hosts=("127.0.0.1",) if loopback else None)
     live = None if args.live_model in ("none", "") else args.live_model
     cfg = ServeConfig(max_sessions=args.max_sessions, model=args.model, size=args.size, webrtc=rtc,
-                      avatar_store=args.avatar_store, live_model=live)
+                      avatar_store=args.avatar_store, live_model=live, threads=args.threads or None)
     if args.ray is not None:
         _serve_on_ray(args, cfg)
         return
@@ -64,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--max-sessions", type=int, default=4, help="live sessions at once; more get an error")
+    s.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: each session draws in a thread of its own; 0: torch's default)")
     s.add_argument("--model", default="student-1-whisper", help="motion model (default: the fastest shipped)")
     s.add_argument("--live-model", default="student-1-whisper-live", metavar="MODEL",
                    help="motion model for client audio (a live student: talkhead distill live); 'none': the "

@@ -128,7 +128,7 @@ def application(rc: RayServeConfig, cfg: ServeConfig):
 _PLACEMENT_ARGS = ("replicas", "min_replicas", "max_replicas", "replica_cpus", "target_fill", "drain_s", "queued",
                    "upscale_delay_s", "downscale_delay_s")
 _SERVER_ARGS = ("max_sessions", "model", "size", "jpeg_quality", "max_text", "max_audio_s", "max_avatars",
-                "avatar_store", "max_stored_avatars", "max_stored_bytes")
+                "avatar_store", "max_stored_avatars", "max_stored_bytes", "threads")
 
 
 def configs_from_args(args: dict) -> tuple[RayServeConfig, ServeConfig]:
