@@ -38,6 +38,19 @@ def test_frames_outside_the_mask_are_the_base_pixel_for_pixel(tiny_avatar):
     assert gap.max() <= 1 and (gap > 0).mean() < 1e-5
 
 
+def test_renderers_of_one_avatar_share_its_base_views_and_draw_alike(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    motion = np.zeros((6, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 6)
+    first = AvatarRenderer(av, seed=0)
+    crops, ctx = av.base_views()
+    second = AvatarRenderer(av, seed=0)  # a second live session of the same upload: nothing encoded again
+    assert second._real is crops and second._ctx is ctx and av.base_views()[1] is ctx
+    fresh = AvatarRenderer(load_avatar(tiny_avatar), seed=0)
+    drawn = [np.stack(list(r.frames(motion))) for r in (first, second, fresh)]
+    assert np.array_equal(drawn[0], drawn[1]) and np.array_equal(drawn[0], drawn[2])
+
+
 def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_avatar):
     from talkhead.train.avatar import load_data
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +66,7 @@ class Avatar:
     bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump,
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
     # decoder's group-norm statistics decoding it whole
+    _views: tuple | None = field(default=None, repr=False, compare=False)  # base_views(), once
 
     def detail(self, i: int) -> np.ndarray:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
@@ -85,6 +86,14 @@ class Avatar:
     def contexts(self, crops: np.ndarray) -> torch.Tensor:
         """Context latents of aligned crops [B, S, S, 3]: the lower face hidden."""
         return self.engine.encode(context(crops, self.hidden))
+
+    def base_views(self) -> tuple[np.ndarray, torch.Tensor]:
+        """The base frames' aligned crops and context latents, made once and shared by every renderer of this
+        avatar (a 256 px avatar's take 6-7 s: a live session's start would wait for them each time)."""
+        if self._views is None:
+            crops = self.crops_of(self.base, self.base_affine)
+            self._views = (crops, self.contexts(crops))
+        return self._views
 
 
 def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
@@ -263,10 +272,8 @@ class AvatarRenderer:
                  detail: float | None = DETAIL_MEMORY, window: bool = True, colour: bool = True) -> None:
         """``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
         share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
-        decode only the latent cells under the paste mask (``decode_window``), not the whole crop: 1.8x
-        faster at 256 px (35 against 64 ms a frame, one thread). The decoder's group norms then use the
-        chosen bank frame's statistics decoded whole. On cap13 the whole crop measures 27.46 dB, flicker
-        1.20x; the window 27.10 dB, 1.26x (with the window's own statistics: 27.02 dB, 1.31x). ``colour``:
+        decode only the latent cells under the paste mask (``decode_window``), not the whole crop (1.9x
+        faster at 256 px), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``:
         shift each drawn crop's colour by what its decoding is off by on the frame's own pixels just outside
         the hidden region (``colour_ring``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
@@ -285,8 +292,7 @@ class AvatarRenderer:
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
         b = a.bank
         self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
-        self._real = a.crops_of(self.base, self.affine) if self.loop else None  # the base's own crops
-        self._ctx = a.contexts(self._real) if self.loop else None
+        self._real, self._ctx = a.base_views() if self.loop else (None, None)  # the base's own crops and contexts
         self._index = 0
         h, w = self.base.shape[1:3]
         self.size = (w, h)

@@ -73,7 +73,9 @@ class Avatars:
             with tempfile.TemporaryDirectory() as d:  # read once into memory; nothing stays on disk
                 path = Path(d) / f"{aid}.avatar"
                 path.write_bytes(data)
-                self._remember(aid, load_avatar(path))
+                avatar = load_avatar(path)
+                avatar.base_views()  # paid once at upload, not at each session's start
+                self._remember(aid, avatar)
         return aid
 
     def _remember(self, aid: str, face) -> None:
