@@ -354,7 +354,15 @@ def pose_rotation(pitch: torch.Tensor, yaw: torch.Tensor, roll: torch.Tensor) ->
     return rz @ rx @ ry
 
 
-def _coefficients(expr: torch.Tensor, open_eyes: bool) -> tuple[torch.Tensor, torch.Tensor]:
+BLINKS = [SPEC["eyeBlinkLeft"], SPEC["eyeBlinkRight"]]
+
+
+def eyes_open(motion: torch.Tensor) -> torch.Tensor:
+    """Motion [T, 58] with the blinks at 0: the face whose open lids a blink closes over."""
+    return motion.index_fill(1, torch.tensor(BLINKS, device=motion.device), 0.0)
+
+
+def _coefficients(expr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """ARKit semantics on top of the linear basis: (coefficients [T, 52], lip seal [T])."""
     e = expr.clamp(0.0, 1.0)  # changed out of place below: motion fitting differentiates through this
     close = e[:, SPEC["mouthClose"]]
@@ -366,23 +374,20 @@ def _coefficients(expr: torch.Tensor, open_eyes: bool) -> tuple[torch.Tensor, to
     # mouthClose only cancels the lip part of jawOpen; beyond it lips would cross.
     idx = torch.tensor([SPEC["mouthClose"]], device=e.device)
     e = e.index_copy(1, idx, torch.minimum(close, e[:, SPEC["jawOpen"]])[:, None])
-    if open_eyes:
-        e = e.index_fill(1, torch.tensor([SPEC["eyeBlinkLeft"], SPEC["eyeBlinkRight"]], device=e.device), 0.0)
     return e, seal
 
 
 def lip_seal(motion: torch.Tensor) -> torch.Tensor:
     """How far the photo's own lip gap is closed, [T] in [0, 1], for motion [T, 58]."""
-    return _coefficients(motion[:, SPEC.expression], False)[1]
+    return _coefficients(motion[:, SPEC.expression])[1]
 
 
-def project_points(rig: Rig, motion: torch.Tensor | np.ndarray, open_eyes: bool = False
-                   ) -> torch.Tensor:
+def project_points(rig: Rig, motion: torch.Tensor | np.ndarray) -> torch.Tensor:
     """All rig points (68 landmarks + forehead) for motion [T, 58] -> pixels [T, 73, 2]."""
     m = torch.as_tensor(motion, dtype=torch.float32, device=rig.points.device)
     if m.ndim != 2 or m.shape[1] != SPEC.dim:
         raise ValueError(f"motion must be [T, {SPEC.dim}], got {tuple(m.shape)}")
-    e, seal = _coefficients(m[:, SPEC.expression], open_eyes)
+    e, seal = _coefficients(m[:, SPEC.expression])
     x = rig.points + torch.einsum("tc,cpd->tpd", e, rig.basis) + seal[:, None, None] * rig.seal
     pose = m[:, SPEC.pose]
     rot = pose_rotation(pose[:, 0], pose[:, 1], pose[:, 2]) @ rig.rotation

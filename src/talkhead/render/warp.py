@@ -30,7 +30,7 @@ from PIL import Image
 
 from talkhead.render import mouth
 from talkhead.render.face import Face, as_rgb, detect_face
-from talkhead.render.template import Rig, fit_rig, lip_seal, project_points
+from talkhead.render.template import BLINKS, Rig, eyes_open, fit_rig, lip_seal, project_points
 from talkhead.rig.spec import SPEC
 
 _TPS_REG = 1e-4        # smoothing: coincident targets (closed lips) keep the system solvable
@@ -179,7 +179,6 @@ class WarpRenderer:
         self.box = (x0, y0, x1, y1)
         hc, wc = y1 - y0, x1 - x0
         self._origin = torch.tensor([x0, y0], dtype=torch.float32, device=dev)
-        self._blinks = torch.tensor([SPEC["eyeBlinkLeft"], SPEC["eyeBlinkRight"]], device=dev)
         self._neutral = neutral.to(dev) - self._origin                # [P, 2] crop px
         self._norm = float(max(hc, wc))  # TPS works in isotropic units ~[0, 1]
         # Fixed points on the crop border keep the background where it is.
@@ -269,10 +268,9 @@ class WarpRenderer:
     def _geometry(self, motion: torch.Tensor) -> dict:
         """Crop-space rig points with/without blinks [B, P, 2], lip seal [B], mouth window."""
         m = torch.as_tensor(motion, dtype=torch.float32).to(self.device)
-        opened = m.index_fill(1, self._blinks, 0.0)  # what project_points(open_eyes=True) does, in the same call
-        full, opened = (project_points(self.rig, torch.cat([m, opened])) - self._origin).chunk(2)
-        geo = {"full": full, "open": opened, "seal": lip_seal(m),
-               "blink": bool((m[:, [SPEC["eyeBlinkRight"], SPEC["eyeBlinkLeft"]]] > 0).any())}
+        # The face with and without its blinks, projected in one call.
+        full, opened = (project_points(self.rig, torch.cat([m, eyes_open(m)])) - self._origin).chunk(2)
+        geo = {"full": full, "open": opened, "seal": lip_seal(m), "blink": bool((m[:, BLINKS] > 0).any())}
         hc, wc = self._identity.shape[:2]
         ys, xs = _window(geo["full"][:, 60:68].mean(1), *self._gap_hw, hc, wc)
         geo["ys"], geo["xs"] = ys, xs
