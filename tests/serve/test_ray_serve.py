@@ -1,7 +1,8 @@
 """``serve --ray``: the app as a Ray Serve deployment of 2 replicas on a one-node cluster the test starts.
 
-Real WebSocket sessions through Serve's proxy: they spread over both replicas, an avatar uploaded once is
-drawn on either, and killing one replica's process closes its sessions only, the others' frames go on.
+Real WebSocket sessions through Serve's proxy: they spread over both replicas (two opened at the same moment
+too: our router, ``serve.ray_router``), an avatar uploaded once is drawn on either, and killing one replica's
+process closes its sessions only, the others' frames go on.
 Then the same cluster runs the app autoscaled from 1 to 2 replicas, with its avatars in Ray's object store."""
 
 from __future__ import annotations
@@ -110,10 +111,60 @@ def test_a_port_in_use_is_refused_before_a_cluster_starts(capsys):
     (["--ray", "--min-replicas", "3", "--max-replicas", "2"], "0 <= min <= max"),
     (["--ray", "--avatar-store", "ray:a/b"], "a name is 1-64 letters"),
     (["--avatar-store", "ray:"], "works with serve --ray only"),  # plain serve: refused before any model loads
+    (["--router", "serve"], "go with --ray"),
+    (["--ray", "--router", "random"], "--router must be one of sessions, serve"),
 ])
 def test_replica_flags_that_cannot_work_are_refused(argv, why, capsys):
     assert main(["serve", *argv]) == 2
     assert why in capsys.readouterr().err
+
+
+def test_check_refuses_an_unknown_router_and_takes_both_known_ones():
+    from talkhead.errors import InputError
+    from talkhead.serve.app import ServeConfig
+    from talkhead.serve.ray_serve import RayServeConfig, check, configs_from_args, deployment_options
+
+    with pytest.raises(InputError, match="--router must be one of sessions, serve, got 'fewest'"):
+        check(RayServeConfig(router="fewest"), ServeConfig())
+    with pytest.raises(InputError, match="--router must be one of"):
+        configs_from_args({"router": "Sessions"})  # a Serve config file's args go through check() too
+    ours, theirs = (deployment_options(RayServeConfig(router=r), ServeConfig()) for r in ("sessions", "serve"))
+    assert ours["request_router_config"].request_router_class == "talkhead.serve.ray_router.SessionRouter"
+    assert "request_router_config" not in theirs  # Serve's default router, as Serve sets it
+    assert ours["name"] != theirs["name"]  # the proxy keeps a name's router across redeploys: one name per router
+
+
+def _wait_until_no_sessions(timeout_s: float = 30.0) -> None:
+    """Until every replica has ended its sessions, and a moment more for Serve's proxy (where our router counts
+    them) to hear of it: the next sessions then see both replicas empty."""
+    from talkhead.serve.ray_serve import replica_actors
+
+    t = time.perf_counter()
+    while any(ray.get([a.get_num_ongoing_requests.remote() for a in replica_actors().values()])):
+        assert time.perf_counter() - t < timeout_s, "the sessions did not end"
+        time.sleep(0.1)
+    time.sleep(1.0)
+
+
+def test_sessions_opened_at_the_same_moment_go_to_different_replicas(deployed):
+    """Serve's own router ranks concurrent sessions against the same stale counts and can put both on one
+    replica; ours reserves the replica it picks, so the second of a pair goes to the other. Three pairs: a
+    router that picks at random splits a pair one time in two, all three one time in eight."""
+    server, _ = deployed
+
+    async def pair() -> list[str]:
+        sessions = await asyncio.gather(_start(server), _start(server))  # both in flight before either lands
+        for ws, _ in sessions:
+            await ws.close()
+        assert all(r["type"] == "ready" for _, r in sessions), sessions
+        return sorted(r["replica"] for _, r in sessions)
+
+    placed = []
+    for _ in range(3):
+        placed.append(asyncio.run(pair()))
+        _wait_until_no_sessions()
+    print(f"pairs opened at once went to {placed}")
+    assert all(len(set(p)) == 2 for p in placed), placed
 
 
 def test_sessions_spread_over_both_replicas_use_one_upload_and_outlive_the_other_replica(deployed):

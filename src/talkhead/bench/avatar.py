@@ -28,7 +28,7 @@ import torch
 
 from talkhead.data.avatar import AvatarDataConfig, extract
 from talkhead.metrics import pearson
-from talkhead.render.avatar import Avatar, AvatarRenderer, decode_window, load_avatar, paste_lower_face, pingpong
+from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
@@ -59,14 +59,17 @@ def laplacian_var(grey: np.ndarray, mask: np.ndarray) -> float:
 
 
 def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
-    """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]."""
+    """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]; the
+    lower face is ``mask`` ([S, S] for every frame or [T, S, S], each real frame's own) over 0.5."""
     from talkhead.render.latent.identity import lip_gap
 
-    m = mask > 0.5
-    err = ((gen.astype(np.float64) - real) ** 2)[:, m].mean(axis=(1, 2))
+    m = np.broadcast_to(mask > 0.5, gen.shape[:3])
+    err = np.array([((g.astype(np.float64) - r) ** 2)[k].mean() for g, r, k in zip(gen, real, m)])
     psnr = float(np.mean(10 * np.log10(255.0 ** 2 / np.maximum(err, 1e-6))))
-    detail = np.mean([laplacian_var(g.mean(-1), m) for g in gen]) / np.mean([laplacian_var(r.mean(-1), m) for r in real])
-    fl = lambda x: float(np.abs(np.diff(x.astype(np.float64), axis=0))[:, m].mean())  # noqa: E731
+    detail = (np.mean([laplacian_var(g.mean(-1), k) for g, k in zip(gen, m)])
+              / np.mean([laplacian_var(r.mean(-1), k) for r, k in zip(real, m)]))
+    steady = m[1:] & m[:-1]  # flicker where the lower face is in both frames
+    fl = lambda x: float(np.abs(np.diff(x.astype(np.float64), axis=0))[steady].mean())  # noqa: E731
     gaps = [(lip_gap(g), lip_gap(r)) for g, r in zip(gen[::2], real[::2])]
     both = np.array([(a, b) for a, b in gaps if a is not None and b is not None])
     return {"psnr_db": round(psnr, 2), "detail_ratio": round(float(detail), 3),
@@ -105,30 +108,38 @@ def _warp_frames(frames: np.ndarray, keep: list[int], motion: np.ndarray) -> np.
     return np.stack(list(r.frames(motion)))
 
 
-def _retrieval(avatar: Avatar, train: dict, motion: np.ndarray, frames: np.ndarray, aff: np.ndarray) -> np.ndarray:
-    """Per frame, the training crop nearest in the fitted mouth channels, pasted into the frame."""
+def _retrieval(avatar: Avatar, train: dict, motion: np.ndarray, frames: np.ndarray, aff: np.ndarray,
+               paste: np.ndarray) -> np.ndarray:
+    """Per frame, the training crop nearest in the fitted mouth channels, pasted into the frame through its mask."""
     from talkhead.data.mouths import MOUTH
 
     tm = train["motion"][:, MOUTH]  # the issue's baseline: nearest in the fitted mouth channels, each in its spread
     d = (((motion[:, None, MOUTH] - tm[None]) / (tm.std(0) + 1e-3)) ** 2).sum(-1)
     nearest = d.argmin(1)
-    return np.stack([paste_lower_face(f, train["frames"][j], a, avatar.paste) for f, j, a in zip(frames, nearest, aff)])
+    return np.stack([paste_lower_face(f, train["frames"][j], a, p) for f, j, a, p in zip(frames, nearest, aff, paste)])
 
 
 def _held_out(avatar: Avatar, video: Path) -> dict:
-    """The held-out video's frames with a face, their fitted motion and crop maps."""
-    from talkhead.data.video import read_frames
-    from talkhead.render.avatar import fitted_drive
+    """The held-out video's frames with a face, their fitted motion (from the avatar's neutral, and from the
+    video's own first face for the warp renderer, which draws that face), crop maps, mask points and paste masks
+    (the lower face that is measured: each real frame's own)."""
+    from talkhead.data.avatar import AvatarDataConfig, frame_masks
+    from talkhead.data.video import VideoConfig, fit_motion, read_frames
+    from talkhead.render.reenact import fitted_drive
 
     frames = read_frames(video, 25)
-    keep, motion, aff = fitted_drive(avatar, frames, video.name, progress=False)
-    return {"real": frames[keep], "keep": keep, "motion": motion, "affine": aff}
+    d = fitted_drive(avatar, frames, video.name, progress=False)
+    paste = frame_masks(d.points, avatar.side, avatar.data_cfg)[0]
+    own = fit_motion(d.landmarks, VideoConfig(fit_iters=AvatarDataConfig().fit_iters)).astype(np.float32)
+    return {"real": frames[d.keep], "keep": d.keep, "motion": d.motion, "affine": d.affine, "points": d.points,
+            "paste": paste, "own_motion": own}
 
 
 def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, float]:
     """The held-out frames with the avatar's lower face, and ms per frame (sampling, decoding, pasting);
     ``drawing``: ``AvatarRenderer``'s options (detail, window, colour)."""
-    renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"], **drawing)
+    renderer = AvatarRenderer(avatar, seed, frames=h["real"], affines=h["affine"], motion=h["motion"], points=h["points"],
+                              **drawing)
     t = time.perf_counter()
     drawn = np.stack(list(renderer.frames(h["motion"])))
     return drawn, (time.perf_counter() - t) / len(drawn) * 1000
@@ -138,7 +149,7 @@ def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, 
 VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [800], {}),
             ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
             ("bridge 2 steps, no bank detail", True, [800, 400], {"detail": None}),
-            ("bridge 2 steps, bank detail memory 0.7", True, [800, 400], {"detail": 0.7}),
+            ("bridge 2 steps, bank detail memory 0.5", True, [800, 400], {"detail": 0.5}),
             ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
             ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
 
@@ -152,7 +163,7 @@ def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> d
     for label, bridge, steps, drawing in VARIANTS:
         eng.bridge, eng.timesteps = bridge, steps or list(NoiseSchedule(1000).timesteps(20))
         drawn, ms = _redraw(avatar, h, seed, **drawing)
-        rows[label] = {**face_metrics(_crops(drawn, h["affine"], avatar.side), real, avatar.paste),
+        rows[label] = {**face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"]),
                        "ms_per_frame": round(ms, 2)}
     eng.timesteps, eng.bridge = kept
     return rows
@@ -169,15 +180,15 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
     train_videos, held = _pair_videos(name, cfg, work)
     info = train_avatar(train_videos, work / f"{name}.avatar", cfg.train, progress=progress)
     avatar = load_avatar(work / f"{name}.avatar")
-    d = load_data(work / f"{name}.avatar.work" / "data.npz", avatar.engine.vae.down)
+    d = load_data(work / f"{name}.avatar.work" / "data.npz", avatar.engine.vae.down, cfg.train.data)
     train = {"frames": np.concatenate([c["frames"] for c in d.clips]), "motion": np.concatenate([c["motion"] for c in d.clips])}
     h = _held_out(avatar, held)
     drawn, ms = _redraw(avatar, h, cfg.seed)
-    views = {"avatar": drawn, "warp": _warp_frames(h["real"], list(range(len(h["real"]))), h["motion"]),
-             "retrieval": _retrieval(avatar, train, h["motion"], h["real"], h["affine"])}
+    views = {"avatar": drawn, "warp": _warp_frames(h["real"], list(range(len(h["real"]))), h["own_motion"]),
+             "retrieval": _retrieval(avatar, train, h["motion"], h["real"], h["affine"], h["paste"])}
     real = _crops(h["real"], h["affine"], avatar.side)
     crops = {k: _crops(v, h["affine"], avatar.side) for k, v in views.items()}
-    rows = {k: face_metrics(v, real, avatar.paste) for k, v in crops.items()}
+    rows = {k: face_metrics(v, real, h["paste"]) for k, v in crops.items()}
     rows["avatar"]["ms_per_frame"] = round(ms, 2)
     rows["avatar"]["train_min"] = round(info["wall_s"]["total_s"] / 60, 1)
     result = {"train": [v.name for v in train_videos], "held_out": held.name, "held_out_frames": len(h["real"]),
@@ -260,7 +271,7 @@ def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchCo
     result["speech"] = speech_driven(work / f"{first}.avatar", cfg)
     # Crops of 128 and 256 px both have 32 latent cells a side, so the first avatar's window serves at 256 px.
     first_av = load_avatar(work / f"{first}.avatar")
-    window = decode_window(first_av.paste, first_av.engine.vae.down)
+    window = first_av.base_views().window
     result["speed_256px_ms"] = {f"bridge {k} step{'s' * (k > 1)}{', whole crop' * (w is None)}": round(speed_at(256, k, w), 2)
                                 for k in (1, 2, 4) for w in (window, None)}
     atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())

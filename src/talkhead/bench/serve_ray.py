@@ -40,6 +40,7 @@ class RayServeBenchConfig:
     size: int = 256
     model: str = "student-1-whisper"
     kill: bool = True
+    compare_router: bool = True  # then placement again under Serve's own router (power of two choices)
     baseline: bool = True  # the plain server (talkhead serve, its own process, no Ray) first, in the same run
 
 
@@ -142,7 +143,8 @@ async def _placement(server: str, n: int, burst: bool) -> list[int]:
 
 
 def _placements(server: str, n: int, trials: int = 3) -> dict:
-    """Where Serve's router puts ``n`` sessions that arrive one after another, and ``n`` that arrive at once."""
+    """Where the deployment's router puts ``n`` sessions that arrive one after another, and ``n`` that arrive at
+    once."""
     return {"sessions": n, **{name: [asyncio.run(_placement(server, n, burst)) for _ in range(trials)]
                               for name, burst in (("one_after_another", False), ("all_at_once", True))}}
 
@@ -211,6 +213,9 @@ def run_ray_serve_bench(out: str | Path, cfg: RayServeBenchConfig = RayServeBenc
         if cfg.kill and most >= 2:
             held = max((lv["sessions"] for lv in levels if lv["replicas"] == most and lv["held"]), default=most)
             kill = {"replicas": most, **asyncio.run(_kill(f"127.0.0.1:{port}", max(held, 2), cfg.seconds))}
+        if cfg.compare_router and placement is not None:
+            deploy(RayServeConfig(replicas=most, port=port, router="serve"), serve_cfg)
+            placement["serve_router"] = _placements(f"127.0.0.1:{port}", placement["sessions"])
     finally:
         shutdown(bool(owned))
     result = {"config": asdict(cfg), "cpu_count": os.cpu_count(), "load_before": load,

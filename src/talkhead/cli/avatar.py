@@ -22,7 +22,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 def _cmd_reenact(args: argparse.Namespace) -> None:
     from talkhead.pipeline import check_output
-    from talkhead.render.avatar import reenact
+    from talkhead.render.reenact import reenact
 
     check_output(args.out)
     set_threads(args.threads)

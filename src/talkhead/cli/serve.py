@@ -36,8 +36,8 @@ def _cmd_serve(args: argparse.Namespace) -> None:
     if args.ray is not None:
         _serve_on_ray(args, cfg)
         return
-    if args.replicas is not None or args.min_replicas is not None or args.max_replicas is not None:
-        raise InputError("--replicas, --min-replicas and --max-replicas go with --ray")
+    if any(v is not None for v in (args.replicas, args.min_replicas, args.max_replicas, args.router)):
+        raise InputError("--replicas, --min-replicas, --max-replicas and --router go with --ray")
     print(f"talkhead: http://{args.host}:{args.port}/ (WebSocket /v1/stream, WebRTC POST /v1/webrtc)", file=sys.stderr)
     uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level="warning", ws_max_size=cfg.max_message)
 
@@ -53,11 +53,11 @@ def _serve_on_ray(args: argparse.Namespace, cfg) -> None:
     _import_ray()
     from talkhead.serve.ray_serve import RayServeConfig, serve_forever, with_store
 
-    delays = {k: v for k, v in (("upscale_delay_s", args.upscale_delay), ("downscale_delay_s", args.downscale_delay))
-              if v is not None}  # not given: RayServeConfig's defaults
+    given = {k: v for k, v in (("upscale_delay_s", args.upscale_delay), ("downscale_delay_s", args.downscale_delay),
+                               ("router", args.router)) if v is not None}  # not given: RayServeConfig's defaults
     rc = RayServeConfig(address=args.ray or None, replicas=args.replicas or 1, min_replicas=args.min_replicas,
                         max_replicas=args.max_replicas, replica_cpus=args.replica_cpus, host=args.host, port=args.port,
-                        **delays)
+                        **given)
     serve_forever(rc, with_store(cfg, args.avatar_store))
 
 
@@ -89,6 +89,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--min-replicas", type=int, default=None, help="autoscale on sessions in progress from this many")
     r.add_argument("--max-replicas", type=int, default=None, help="... up to this many")
     r.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica (default 1)")
+    r.add_argument("--router", default=None, metavar="{sessions,serve}",
+                   help="who places new sessions: 'sessions' (default) the replica with fewest, sessions that arrive "
+                        "together spread too; 'serve' Ray Serve's own router (power of two choices)")
     r.add_argument("--upscale-delay", type=float, default=None, metavar="S",
                    help="autoscaling: add a replica after S seconds over the target (default 3)")
     r.add_argument("--downscale-delay", type=float, default=None, metavar="S",

@@ -17,7 +17,7 @@ face's aligned crop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,11 @@ class AvatarDataConfig:
     smooth: int = 5  # frames of moving average on the stable points
     fit_iters: int = 300
     gap_widths: float = 0.14  # how far below the chin the mask reaches (the jaw opens down)
+    # Whose jaw line the masks follow: "frame", each frame's own (its fitted expression taken out, so that the
+    # mask says where the head is, not how far the mouth opens); "first", the first face's for every frame. A
+    # head that turns moves its jaw inside the crop aligned on the nose and eyes: the Pexels clip's held-out
+    # frames overlap the first face's mask at IoU 0.55 (median), and it redrew background beside the jaw.
+    mask: str = "frame"
 
 
 def similarity(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -82,6 +87,14 @@ def crop_geometry(points0: np.ndarray, cfg: AvatarDataConfig) -> tuple[int, np.n
     cy = float((points0[36:48, 1].mean() + points0[8, 1]) / 2 + 0.05 * width)
     k = side_src / s  # source pixels per crop pixel
     return s, np.array([[k, 0.0, cx - k * s / 2], [0.0, k, cy - k * s / 2]])
+
+
+def placed_neutral(ref_points: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The avatar's first face [68, 2] placed on another video's first face ``first`` by the stable points: the
+    neutral of that video's motion, so that every video's motion has the same zero (the avatar's own face),
+    not whatever face that video opens on (a clip that starts on a smile would read every smile as neutral)."""
+    ref = np.asarray(ref_points, np.float64)
+    return apply(similarity(ref[STABLE], np.asarray(first, np.float64)[STABLE]), ref)
 
 
 def crop_maps(points: np.ndarray, ref_points: np.ndarray, crop_to_ref: np.ndarray, smooth: int) -> np.ndarray:
@@ -139,10 +152,39 @@ def masks(landmarks_crop: np.ndarray, side: int, cfg: AvatarDataConfig) -> tuple
     return paste.astype(np.float32), np.asarray(hard) > 0
 
 
+def frame_masks(points: np.ndarray, side: int, cfg: AvatarDataConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``masks`` of each frame's face points [T, 68, 2] (crop pixels): paste [T, S, S] float, hidden [T, S, S] bool."""
+    pairs = [masks(p, side, cfg) for p in points]
+    return np.stack([p for p, _ in pairs]), np.stack([h for _, h in pairs])
+
+
+def mask_points(crop_points: np.ndarray, points: np.ndarray, motion: np.ndarray, cfg: AvatarDataConfig) -> np.ndarray:
+    """The points [T, 68, 2] (crop pixels) whose ``masks`` each frame gets: with ``cfg.mask`` "frame", the frame's
+    own points less what its fitted expression moves them by on the avatar's rig (the first face's
+    ``crop_points``), so the jaw line is where the head puts it with the mouth at rest; "first": the first face's.
+
+    Taking the expression out matters where a frame's mask and its motion come from different frames (a
+    base frame drawn with speech's motion): a mask that followed the real chin would tell the network where the
+    chin is, and it would learn to draw it there whatever the motion says."""
+    from talkhead.render.template import fit_rig, project
+    from talkhead.rig.spec import SPEC
+
+    if cfg.mask == "first":
+        return np.repeat(np.asarray(crop_points, np.float32)[None], len(points), 0)
+    if cfg.mask != "frame":
+        raise ValueError(f"mask must be 'frame' or 'first', not {cfg.mask!r}")
+    rig, m = fit_rig(crop_points), maps_motion(motion)
+    rest = m.copy()
+    rest[:, SPEC.expression] = 0.0
+    moved = (project(rig, m) - project(rig, rest)).numpy()
+    return (np.asarray(points, np.float64) - moved).astype(np.float32)
+
+
 def context(crops: np.ndarray, hidden: np.ndarray) -> np.ndarray:
-    """Crops with the hidden region painted mid-grey: what the network sees around what it draws."""
+    """Crops [T, S, S, 3] with the hidden region ([S, S] for all or [T, S, S] per frame) painted mid-grey: what
+    the network sees around what it draws."""
     out = crops.copy()
-    out[:, hidden] = 128
+    out[np.broadcast_to(hidden, out.shape[:3])] = 128
     return out
 
 
@@ -212,6 +254,7 @@ class AvatarData:
     paste: np.ndarray  # [S, S] float
     hidden: np.ndarray  # [S, S] bool
     report: dict  # per video: frames, kept, and the ranges lost, occluded and outside the picture
+    cfg: AvatarDataConfig = field(default_factory=AvatarDataConfig)
 
 
 def maps_motion(motion: np.ndarray) -> np.ndarray:
@@ -287,18 +330,21 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
             crop_points = apply(invert(crop_to_ref), pts[0])
             geo = (side, crop_to_ref, pts[0], crop_points, *masks(crop_points, side, cfg))
         side, crop_to_ref, ref_points, crop_points, paste, hidden = geo
-        motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters)).astype(np.float32)
+        neutral = placed_neutral(ref_points, pts[0])
+        motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters), neutral).astype(np.float32)
         maps_ = crop_maps(pts, ref_points, crop_to_ref, cfg.smooth)
         ok, dropped = usable(frames, keep, pts, boxes, path.name)
         lost = lost_frames(keep, len(frames))
-        keep, motion, maps_ = [k for k, o in zip(keep, ok) if o], motion[ok], maps_[ok]
+        keep, motion, maps_, pts = [k for k, o in zip(keep, ok) if o], motion[ok], maps_[ok], pts[ok]
         stretches = runs(keep, cfg.min_clip)
         report[path.name] = {"frames": len(frames), "kept": int(sum(b - a for a, b in stretches)),
                              "lost": lost, **dropped}
         for a, b in stretches:
             crops = np.stack([extract(frames[keep[j]], maps_[j], side) for j in range(a, b)])
+            own = np.stack([apply(invert(maps_[j]), pts[j]) for j in range(a, b)])
             clips.append({"frames": crops, "motion": motion[a:b], "affine": maps_[a:b], "video": path.name,
-                          "frame_index": np.asarray(keep[a:b])})
+                          "frame_index": np.asarray(keep[a:b]),
+                          "points": mask_points(crop_points, own, motion[a:b], cfg)})
         del frames
     if geo is None or not clips:
         raise InputError("no stretch of a second or more with a face in " + ", ".join(Path(v).name for v in videos))
@@ -310,12 +356,12 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
     reference = clips[0]["frames"][0]
     for c in clips:
         c["reference"] = reference
-    return AvatarData(side, clips, reference, ref_points, crop_to_ref, crop_points, paste, hidden, report)
+    return AvatarData(side, clips, reference, ref_points, crop_to_ref, crop_points, paste, hidden, report, cfg)
 
 
 def condition(d: AvatarData, grid: int) -> AvatarData:
     """Give each clip what the denoiser is conditioned on: its context crops and mouth maps at ``grid`` cells."""
     for c in d.clips:
-        c["context"] = context(c["frames"], d.hidden)
+        c["context"] = context(c["frames"], frame_masks(c["points"], d.side, d.cfg)[1])
         c["maps"] = mouth_maps_for(d.crop_points, c["motion"], d.side, grid)
     return d

@@ -110,23 +110,24 @@ def landmarks(frames: np.ndarray, name: str) -> list[np.ndarray]:
     return pts
 
 
-def fit_motion(points: np.ndarray, cfg: VideoConfig = VideoConfig()) -> np.ndarray:
-    """Motion [T, 58] whose rig points (the rig of frame 0) reproject onto landmarks [T, 68, 2]."""
+def fit_motion(points: np.ndarray, cfg: VideoConfig = VideoConfig(), neutral: np.ndarray | None = None) -> np.ndarray:
+    """Motion [T, 58] whose rig points reproject onto landmarks [T, 68, 2]; the rig is fitted to ``neutral``
+    [68, 2] (in the same pixels), by default frame 0: its face is the motion's zero."""
     # The tensors are small ([T, 73, 3]): one thread is as fast as any on an idle machine, and on a busy
     # one a second thread waiting for its core made a 765-frame fit 4-20x slower (measured on 2 cores).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _fit(points, cfg)
+        return _fit(points, cfg, points[0] if neutral is None else neutral)
     finally:
         torch.set_num_threads(threads)
 
 
-def _fit(points: np.ndarray, cfg: VideoConfig) -> np.ndarray:
+def _fit(points: np.ndarray, cfg: VideoConfig, neutral: np.ndarray) -> np.ndarray:
     from talkhead.render.template import N_LANDMARKS, fit_rig, project_points
     from talkhead.rig.spec import SPEC
 
-    rig = fit_rig(points[0])
+    rig = fit_rig(neutral)
     target = torch.from_numpy(np.asarray(points, np.float32))
     m = torch.zeros(len(points), SPEC.dim, requires_grad=True)
     opt = torch.optim.Adam([m], lr=0.02)

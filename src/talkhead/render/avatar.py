@@ -3,12 +3,13 @@
 An ``.avatar`` file (``talkhead avatar train``) is one safetensors file: a latent engine (the person's
 VAE and a few-step student), the crop geometry (the paste and context masks, the reference crop, the
 first face's landmarks) and a base: the steadiest stretch of the training video, as JPEG frames, each
-with its map from crop pixels to frame pixels and its fitted motion.
+with its map from crop pixels to frame pixels, its fitted motion and the points its masks are drawn on
+(each frame's own jaw line with the mouth at rest: ``data.avatar.mask_points``).
 
 Drawing a frame: the base frame's aligned crop with the lower face hidden is the context, the driving
 motion's mouth channels (with the base frame's own head pose and eyes) give the mouth maps and the
 motion conditioning, the engine samples the crop's latent from seeded noise, and the decoded crop is
-warped back into the base frame through a feathered mask. Outside the mask the frame is the base
+warped back into the base frame through its feathered mask. Outside the mask the frame is the base
 frame, pixel for pixel. The base loops forward and back, so it never jumps.
 
 With a mouth bank (every training frame's latent), each frame starts from the person's own nearest
@@ -23,6 +24,7 @@ import io
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -30,19 +32,21 @@ from PIL import Image
 from torch.nn import functional as F
 
 from talkhead.checkpoint import load_checkpoint, save_checkpoint
-from talkhead.data.avatar import AvatarData, apply, context, extract, invert, mouth_maps_for
+from talkhead.data.avatar import (AvatarData, AvatarDataConfig, apply, context, extract, frame_masks, invert,
+                                  mask_points, mouth_maps_for)
 from talkhead.data.mouths import MOUTH, MouthBank, mouth_keys
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
 
 KIND = "talkhead-avatar"
-VERSION = 1  # a file with a mouth bank (``bank.*``) is still version 1: without one, drawing starts from the reference
+VERSION = 2  # 2: masks per frame (``base.points``, ``data`` in the metadata). Without a mouth bank (``bank.*``)
+# drawing starts from the reference.
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
 LOWER = MOUTH
 # How much of the running average of the bank's detail each frame keeps: detail against flicker. cap12 -> cap13,
-# all 765 frames, with the colour matched (2026-12-03): memory 0.7 detail 0.65x the real frames', flicker 1.08x
-# the real video's; 0.5 0.73x 1.18x; 0.4 0.77x 1.25x; 0.3 0.81x 1.33x (the flicker target is 1.2x).
-DETAIL_MEMORY = 0.5
+# all 765 frames, masks per frame (2026-12-03): memory 0.5 detail 0.70x the real frames', flicker 1.24x the real
+# video's; 0.6 0.66x 1.19x; 0.65 0.64x 1.16x; 0.7 0.62x 1.14x (the flicker target is 1.2x).
+DETAIL_MEMORY = 0.6
 DETAIL_QUALITY = 90  # JPEG quality of the bank's detail (at 90 it measures as the raw detail does)
 WINDOW_MARGIN = 2  # latent cells decoded around the paste mask
 
@@ -54,7 +58,7 @@ class Avatar:
     engine: LatentEngine
     side: int
     reference: np.ndarray  # uint8 [S, S, 3]
-    paste: np.ndarray  # float [S, S]
+    paste: np.ndarray  # float [S, S], the first face's (each frame has its own: ``views``)
     hidden: np.ndarray  # bool [S, S]
     crop_points: np.ndarray  # [68, 2]
     ref_points: np.ndarray  # [68, 2], the first face in its frame's pixels
@@ -62,6 +66,7 @@ class Avatar:
     base: np.ndarray  # uint8 [B, H, W, 3]
     base_affine: np.ndarray  # [B, 2, 3]
     base_motion: np.ndarray  # [B, 58]
+    base_points: np.ndarray  # [B, 68, 2]: where each base frame's masks are drawn (``data.avatar.mask_points``)
     meta: dict
     bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump,
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
@@ -83,17 +88,46 @@ class Avatar:
         """The aligned crops uint8 [B, S, S, 3] of frames [B, H, W, 3] seen through their crop maps [B, 2, 3]."""
         return np.stack([extract(f, a, self.side) for f, a in zip(frames, affines)])
 
-    def contexts(self, crops: np.ndarray) -> torch.Tensor:
-        """Context latents of aligned crops [B, S, S, 3]: the lower face hidden."""
-        return self.engine.encode(context(crops, self.hidden))
+    @property
+    def data_cfg(self) -> AvatarDataConfig:
+        return AvatarDataConfig(**self.meta["data"])
 
-    def base_views(self) -> tuple[np.ndarray, torch.Tensor]:
-        """The base frames' aligned crops and context latents, made once and shared by every renderer of this
-        avatar (a 256 px avatar's take 6-7 s: a live session's start would wait for them each time)."""
+    def mask_points(self, points: np.ndarray, motion: np.ndarray) -> np.ndarray:
+        """Where the masks of frames are drawn, from their face points [B, 68, 2] in crop pixels and fitted motion."""
+        return mask_points(self.crop_points, points, motion, self.data_cfg)
+
+    def contexts(self, crops: np.ndarray, hidden: np.ndarray) -> torch.Tensor:
+        """Context latents of aligned crops [B, S, S, 3]: the lower face (``hidden`` [B, S, S]) hidden."""
+        return self.engine.encode(context(crops, hidden))
+
+    def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray) -> "Views":
+        """What drawing needs of frames [B, H, W, 3]: crops, masks, context latents, the decoded window, colour rings."""
+        crops = self.crops_of(frames, affines)
+        paste, hidden = frame_masks(points, self.side, self.data_cfg)
+        window = decode_window(paste.max(0), self.engine.vae.down)
+        return Views(crops, self.contexts(crops, hidden), paste, hidden, window,
+                     colour_ring(hidden, window, self.engine.vae.down))
+
+    def base_views(self) -> "Views":
+        """The base frames' ``views``, made once and shared by every renderer of this avatar (a 256 px avatar's
+        take 6-7 s: a live session's start would wait for them each time)."""
         if self._views is None:
-            crops = self.crops_of(self.base, self.base_affine)
-            self._views = (crops, self.contexts(crops))
+            self._views = self.views(self.base, self.base_affine, self.base_points)
         return self._views
+
+
+class Views(NamedTuple):
+    """Frames as drawing sees them (``Avatar.views``); ``take`` selects some of them."""
+
+    crops: np.ndarray  # uint8 [B, S, S, 3]
+    context: torch.Tensor  # [B, L, g, g]
+    paste: np.ndarray  # float [B, S, S]
+    hidden: np.ndarray  # bool [B, S, S]
+    window: tuple[int, int, int, int]  # latent rows and columns decoded, for all of them
+    ring: np.ndarray  # bool [B, S, S]
+
+    def take(self, idx: np.ndarray) -> "Views":
+        return Views(self.crops[idx], self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx])
 
 
 def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
@@ -163,6 +197,7 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
         "base.jpeg": base["jpeg"], "base.offsets": base["offsets"],
         "base.affine": torch.from_numpy(clip["affine"][a:b].astype(np.float32)),
         "base.motion": torch.from_numpy(clip["motion"][a:b].astype(np.float32)),
+        "base.points": torch.from_numpy(clip["points"][a:b].astype(np.float32)),
         "reference": torch.from_numpy(np.ascontiguousarray(data.reference)),
         "paste": torch.from_numpy(data.paste.astype(np.float32)),
         "hidden": torch.from_numpy(data.hidden.astype(np.uint8)),
@@ -175,7 +210,7 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     own = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in own.items()}
     meta = {"kind": KIND, "version": VERSION, "side": data.side, "engine": own,
             "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},
-            "train": info, "bank": bank}
+            "train": info, "bank": bank, "data": asdict(data.cfg)}
     save_checkpoint(out, tensors, meta)
 
 
@@ -196,7 +231,8 @@ def load_avatar(path: str | Path) -> Avatar:
     engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
     raw, off = tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy()
     base = np.stack([_unjpeg(raw, off, i) for i in range(len(off) - 1)])
-    f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine")}
+    f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine",
+                                                                "base.points")}
     bank = None
     if "bank.latent" in tensors:
         bank = {"latent": tensors["bank.latent"].float(), "motion": tensors["bank.motion"].numpy(),
@@ -207,7 +243,7 @@ def load_avatar(path: str | Path) -> Avatar:
             bank["norms"] = tensors["bank.norms"].float()
     return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
-                  base, f64["base.affine"], tensors["base.motion"].numpy(), meta, bank)
+                  base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank)
 
 
 def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -243,17 +279,20 @@ def decode_window(paste: np.ndarray, down: int, margin: int = WINDOW_MARGIN) -> 
             max(0, xs.min() // down - margin), min(g, xs.max() // down + 1 + margin))
 
 
-def colour_ring(hidden: np.ndarray, paste: np.ndarray, down: int) -> np.ndarray:
-    """Where a drawn crop's colour is checked, bool [S, S]: the decoded window (``decode_window``) less the
-    hidden region grown by a pixel. The network sees the real frame there (the context), so what its
+def colour_ring(hidden: np.ndarray, window: tuple[int, int, int, int], down: int) -> np.ndarray:
+    """Where each drawn crop's colour is checked, bool [B, S, S]: the decoded ``window`` less the frame's
+    hidden region [B, S, S] grown by a pixel. The network sees the real frame there (the context), so what its
     decoding is off by there is an error of the whole drawing. An avatar learnt from one session and drawn
     on another (cap12 -> cap13, other light) drew the lower face 4-6 levels too bright."""
     from scipy.ndimage import binary_dilation
 
-    r0, r1, c0, c1 = decode_window(paste, down)
+    r0, r1, c0, c1 = window
     ring = np.zeros_like(hidden)
-    ring[r0 * down:r1 * down, c0 * down:c1 * down] = True
-    return ring & ~binary_dilation(hidden, iterations=1)
+    ring[:, r0 * down:r1 * down, c0 * down:c1 * down] = True
+    return ring & ~binary_dilation(hidden, _CROSS)
+
+
+_CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)[None]  # scipy's default: 4-neighbours, within a frame
 
 
 def pingpong(i: np.ndarray, n: int) -> np.ndarray:
@@ -268,17 +307,17 @@ class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
-                 affines: np.ndarray | None = None, motion: np.ndarray | None = None,
+                 affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, window: bool = True, colour: bool = True) -> None:
-        """``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
+        """Given ``frames``, their crop maps ``affines``, fitted ``motion`` and mask points ``points``
+        (``Avatar.mask_points``) replace the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
         share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
         decode only the latent cells under the paste mask (``decode_window``), not the whole crop (1.9x
         faster at 256 px), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``:
         shift each drawn crop's colour by what its decoding is off by on the frame's own pixels just outside
         the hidden region (``colour_ring``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
-        self.window = decode_window(self.avatar.paste, self.avatar.engine.vae.down) if window else None
-        self.ring = colour_ring(self.avatar.hidden, self.avatar.paste, self.avatar.engine.vae.down) if colour else None
+        self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
             raise InputError(f"the detail memory must be in [0, 1), not {detail}")
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
@@ -287,12 +326,13 @@ class AvatarRenderer:
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
         self.base_motion = a.base_motion if motion is None else motion
+        self.points = a.base_points if points is None else points
         self.loop = frames is None  # the avatar's own base loops; given frames are followed one for one
         self.ref = a.engine.encode(a.reference[None])
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
         b = a.bank
         self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
-        self._real, self._ctx = a.base_views() if self.loop else (None, None)  # the base's own crops and contexts
+        self._views = a.base_views() if self.loop else None  # the base's own crops, masks and contexts
         self._index = 0
         h, w = self.base.shape[1:3]
         self.size = (w, h)
@@ -306,31 +346,38 @@ class AvatarRenderer:
         self._index += n
         return pingpong(i, len(self.base)) if self.loop else np.minimum(i, len(self.base) - 1)
 
-    def crops(self, motion: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """The engine's crops uint8 [B, S, S, 3] for driving motion [B, 58] over base frames ``idx``."""
+    def crops(self, motion: np.ndarray, idx: np.ndarray, views: Views | None = None) -> np.ndarray:
+        """The engine's crops uint8 [B, S, S, 3] for driving motion [B, 58] over base frames ``idx`` (their
+        ``views``, if made already)."""
         a = self.avatar
         drive = np.array(self.base_motion[idx], np.float32, copy=True)
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
-        real = self._real[idx] if self._real is not None else a.crops_of(self.base[idx], self.affine[idx])
-        ctx = self._ctx[idx] if self._ctx is not None else a.contexts(real)
+        v = self.views(idx) if views is None else views
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
         z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
-                            geometry=a.maps(drive), context=ctx)
-        crops = self._decode(z, chosen).astype(np.float32)
-        if self.ring is not None:  # the frame's own colour: the offset its decoding shows just outside the mask
-            crops += (real[:, self.ring].astype(np.float32) - crops[:, self.ring]).mean(1)[:, None, None]
+                            geometry=a.maps(drive), context=v.context)
+        crops = self._decode(z, chosen, v.window).astype(np.float32)
+        if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
+            for k, ring in enumerate(v.ring):
+                crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         if self.memory is not None:
             crops = self._add_detail(crops, chosen)
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
-    def _decode(self, z: torch.Tensor, chosen: np.ndarray | None) -> np.ndarray:
+    def views(self, idx: np.ndarray) -> Views:
+        """The base frames ``idx`` as drawing sees them (the avatar's own base: made once)."""
+        if self._views is not None:
+            return self._views.take(idx)
+        return self.avatar.views(self.base[idx], self.affine[idx], self.points[idx])
+
+    def _decode(self, z: torch.Tensor, chosen: np.ndarray | None, window: tuple[int, int, int, int]) -> np.ndarray:
         a = self.avatar
-        if self.window is None:
+        if not self.window:
             return a.engine.decode(z)
         # Outside the window the paste mask is 0: those pixels are never seen.
-        (r0, r1, c0, c1), d = self.window, a.engine.vae.down
+        (r0, r1, c0, c1), d = window, a.engine.vae.down
         crops = np.zeros((len(z), a.side, a.side, 3), np.uint8)
         norms = None if chosen is None or "norms" not in a.bank else a.bank["norms"][chosen]
         crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1], norms)
@@ -349,57 +396,6 @@ class AvatarRenderer:
         for i in range(0, len(motion), batch):
             m = motion[i:i + batch]
             idx = self._base_index(len(m))
-            for j, crop in zip(idx, self.crops(m, idx)):
-                yield paste_lower_face(self.base[j], crop, self.affine[j], self.avatar.paste)
-
-
-def fitted_drive(avatar: Avatar, frames: np.ndarray, name: str, progress: bool = True
-                 ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """(indices of ``frames`` with a face, their fitted motion [N, 58], their crop maps [N, 2, 3] in the avatar's crop)."""
-    from talkhead.data.avatar import AvatarDataConfig, crop_maps, face_points
-    from talkhead.data.video import VideoConfig, fit_motion
-
-    keep, pts, _ = face_points(frames, name, progress)
-    if not keep:
-        raise InputError(f"no face found in {name}")
-    cfg = AvatarDataConfig()
-    motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters)).astype(np.float32)
-    return keep, motion, crop_maps(pts, avatar.ref_points, avatar.crop_to_ref, cfg.smooth)
-
-
-def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True
-                   ) -> tuple[np.ndarray, list[int], Iterator[np.ndarray]]:
-    """(VIDEO's frames at 25 fps, the indices with a face, its frames with the lower face redrawn by the avatar).
-
-    The motion is fitted to VIDEO's own landmarks and its frames are the base, so each output frame
-    re-enacts the real one in its own coordinates; frames without a face pass through unchanged.
-    """
-    from talkhead.data.video import read_frames
-
-    av = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
-    video = Path(video)
-    frames = read_frames(video, 25)  # a corrupt or unknown file is a named error there
-    keep, motion, aff = fitted_drive(av, frames, video.name, progress)
-    renderer = AvatarRenderer(av, seed, frames=frames[keep], affines=aff, motion=motion)
-
-    def out() -> Iterator[np.ndarray]:
-        drawn = renderer.frames(motion)
-        have = set(keep)
-        for i, f in enumerate(frames):
-            yield next(drawn) if i in have else f
-
-    return frames, keep, out()
-
-
-def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True) -> dict:
-    """``talkhead avatar reenact``: write VIDEO re-enacted by the avatar (with VIDEO's sound, if it has any)."""
-    from talkhead.audio.io import load_audio
-    from talkhead.video import write_mp4
-
-    frames, keep, drawn = reenact_frames(avatar, video, seed, progress)
-    try:
-        audio = load_audio(video)
-    except InputError:
-        audio = None  # a silent video stays silent
-    write_mp4(out, drawn, audio, 16_000)
-    return {"frames": len(frames), "redrawn": len(keep)}
+            v = self.views(idx)
+            for k, (j, crop) in enumerate(zip(idx, self.crops(m, idx, v))):
+                yield paste_lower_face(self.base[j], crop, self.affine[j], v.paste[k])

@@ -4,15 +4,17 @@ Each replica is one process running the whole server: its models, its sessions, 
 (``max_sessions``), so a replica that dies takes only its own sessions with it; Ray Serve's proxy
 closes their WebSockets and starts a new replica, and the other replicas' sessions go on.
 
-Placement is Ray Serve's own: a WebSocket is one ongoing request for as long as it is open, a replica
-takes at most ``max_sessions`` of them (``max_ongoing_requests``), and Serve's router sends each new one
-to the less loaded of two replicas it samples that have room (with two replicas: the one with fewer
-sessions), so a replica is never sent a session it would refuse. While every replica is full, the proxy
-holds a few new connections until a session ends (or, autoscaled, a new replica is up) and answers the
-rest with HTTP 503 at once (``max_queued_requests``). Autoscaling counts the same ongoing requests, open or
-waiting, and reacts within seconds (``upscale_delay_s``, metrics pushed every second). Avatars go to a store
-that every replica shares (``serve.avatar_store``: a folder, or Ray's object store with ``ray:``), so an avatar
-uploaded through one replica is found by all.
+Placement is ours (``serve.ray_router``, ``router="sessions"``): a WebSocket is one ongoing request for as
+long as it is open, a replica takes at most ``max_sessions`` of them (``max_ongoing_requests``), and our request
+router in Serve's proxy sends each new one to the replica with the fewest sessions, counted by the proxy itself
+and reserved as soon as a replica is picked, so sessions that arrive together spread out too (Serve's default
+router, power of two choices, ``router="serve"``, placed 4 sessions opened at once on 2 replicas of 4 as [4, 0]
+or [3, 1]). Serve still asks the replica for room first, so a replica is never sent a session it would refuse.
+While every replica is full, the proxy holds a few new connections until a session ends (or, autoscaled, a new
+replica is up) and answers the rest with HTTP 503 at once (``max_queued_requests``). Autoscaling counts the same
+ongoing requests, open or waiting, and reacts within seconds (``upscale_delay_s``, metrics pushed every second).
+Avatars go to a store that every replica shares (``serve.avatar_store``: a folder, or Ray's object store with
+``ray:``), so an avatar uploaded through one replica is found by all.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ import time
 from dataclasses import dataclass
 
 from ray import serve
+from ray.serve.config import RequestRouterConfig
 
 from talkhead.errors import InputError
 from talkhead.serve.app import ServeConfig, create_app
+from talkhead.serve.ray_router import SessionRouter
 
 APP = "talkhead"
+ROUTERS = ("sessions", "serve")  # ours, fewest sessions first (ray_router); Serve's default, power of two choices
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class RayServeConfig:
     upscale_delay_s: float = 3.0
     downscale_delay_s: float = 60.0
     queued: int = 4  # connections the proxy holds while every replica is full; beyond them, HTTP 503 at once
+    router: str = "sessions"  # who places sessions (ROUTERS): ours, or "serve" for Serve's own (bench compares)
 
     def autoscaled(self) -> bool:
         return self.min_replicas is not None or self.max_replicas is not None
@@ -98,13 +104,21 @@ def check(rc: RayServeConfig, cfg: ServeConfig) -> None:
         raise InputError(f"--port must be 1..65535, got {rc.port}")
     if not (0 <= rc.upscale_delay_s <= 3600 and 0 <= rc.downscale_delay_s <= 3600):
         raise InputError(f"the scaling delays must be 0..3600 s, got {rc.upscale_delay_s}, {rc.downscale_delay_s}")
+    if rc.router not in ROUTERS:
+        raise InputError(f"--router must be one of {', '.join(ROUTERS)}, got {rc.router!r}")
 
 
 def deployment_options(rc: RayServeConfig, cfg: ServeConfig) -> dict:
     """Ray Serve's options for the deployment: the session limit as its request limit, replicas or autoscaling."""
-    opts = {"name": "talkhead", "max_ongoing_requests": cfg.max_sessions, "max_queued_requests": rc.queued,
+    # Serve's proxy keeps a deployment's handle, and the request router made for it, across a delete and a redeploy
+    # under the same name, whatever router the new one names: a name per router makes --router take effect on a
+    # cluster that ran the other one (a bench comparing both, a long-lived cluster given --router serve).
+    name = "talkhead" if rc.router == "sessions" else f"talkhead-{rc.router}-router"
+    opts = {"name": name, "max_ongoing_requests": cfg.max_sessions, "max_queued_requests": rc.queued,
             "ray_actor_options": {"num_cpus": rc.replica_cpus}, "graceful_shutdown_timeout_s": rc.drain_s,
             "max_constructor_retry_count": 3}  # a replica that cannot load its models fails in seconds, not minutes
+    if rc.router == "sessions":  # "serve": Serve's default router, left as it is
+        opts["request_router_config"] = RequestRouterConfig(request_router_class=SessionRouter)
     if not rc.autoscaled():
         return {**opts, "num_replicas": rc.replicas}
     lo = rc.min_replicas if rc.min_replicas is not None else 1
@@ -126,7 +140,7 @@ def application(rc: RayServeConfig, cfg: ServeConfig):
 
 
 _PLACEMENT_ARGS = ("replicas", "min_replicas", "max_replicas", "replica_cpus", "target_fill", "drain_s", "queued",
-                   "upscale_delay_s", "downscale_delay_s")
+                   "upscale_delay_s", "downscale_delay_s", "router")
 _SERVER_ARGS = ("max_sessions", "model", "size", "jpeg_quality", "max_text", "max_audio_s", "max_avatars",
                 "avatar_store", "max_stored_avatars", "max_stored_bytes", "threads")
 

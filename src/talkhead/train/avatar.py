@@ -93,7 +93,7 @@ def _save_data(path: Path, d: AvatarData) -> None:
               "crop_to_ref": d.crop_to_ref, "crop_points": d.crop_points, "paste": d.paste, "hidden": d.hidden,
               "report": np.array(json.dumps(d.report))}
     for i, c in enumerate(d.clips):
-        for k in ("frames", "motion", "affine", "frame_index"):
+        for k in CLIP_ARRAYS:
             arrays[f"clip{i}/{k}"] = c[k]
         arrays[f"clip{i}/video"] = np.array(c["video"])
     buf = io.BytesIO()
@@ -101,20 +101,24 @@ def _save_data(path: Path, d: AvatarData) -> None:
     atomic_write(path, buf.getvalue())
 
 
-def load_data(path: Path, grid_down: int) -> AvatarData:
-    """``data.npz`` back as ``AvatarData``, conditioned for a VAE ``grid_down`` pixels a latent cell."""
+CLIP_ARRAYS = ("frames", "motion", "affine", "frame_index", "points")
+
+
+def load_data(path: Path, grid_down: int, cfg: AvatarDataConfig) -> AvatarData:
+    """``data.npz`` (ingested with ``cfg``) back as ``AvatarData``, conditioned for a VAE ``grid_down`` pixels a
+    latent cell."""
     from talkhead.data.avatar import condition
 
     z = np.load(path)
     n = len({k.split("/")[0] for k in z.files if k.startswith("clip")})
     clips = []
     for i in range(n):
-        c = {k: z[f"clip{i}/{k}"] for k in ("frames", "motion", "affine", "frame_index")}
+        c = {k: z[f"clip{i}/{k}"] for k in CLIP_ARRAYS}
         c["video"], c["reference"] = str(z[f"clip{i}/video"]), z["reference"]
         clips.append(c)
     side = int(z["side"])
     d = AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
-                   z["hidden"], json.loads(str(z["report"])))
+                   z["hidden"], json.loads(str(z["report"])), cfg)
     return condition(d, side // grid_down)
 
 
@@ -255,7 +259,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     clock.lap("ingest_s")
     side = int(np.load(data_path)["side"])
     down = 2 ** len(vae_widths(side, cfg))
-    d = load_data(data_path, down)
+    d = load_data(data_path, down, cfg.data)
     log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
     vae_path = work / "vae.safetensors"
     if not _done(vae_path, cfg.vae_steps):
