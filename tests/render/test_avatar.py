@@ -7,13 +7,9 @@ import pytest
 
 from talkhead.cli import main
 from talkhead.errors import InputError
-from talkhead.render.avatar import AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.render.avatar import AvatarRenderer, load_avatar
+from talkhead.render.paste import paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
-
-
-def test_pingpong_loops_without_a_jump():
-    assert pingpong(np.arange(9), 4).tolist() == [0, 1, 2, 3, 2, 1, 0, 1, 2]
-    assert pingpong(np.arange(3), 1).tolist() == [0, 0, 0]
 
 
 def test_frames_outside_the_mask_are_the_base_pixel_for_pixel(tiny_avatar):
@@ -79,6 +75,24 @@ def test_bank_detail_is_added_as_a_running_average(tiny_avatar):
     assert np.abs(np.diff(kept, axis=0)).mean() < 0.5 * np.abs(np.diff(added, axis=0)).mean()
     with pytest.raises(InputError, match="detail memory"):
         AvatarRenderer(av, detail=1.0)
+
+
+def test_detail_gain_scales_what_is_added(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    motion = np.zeros((6, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 6)
+    idx = np.arange(6) % len(av.base)
+    plain = AvatarRenderer(av, seed=0, detail=None).crops(motion, idx).astype(np.float32)
+    one, two = (AvatarRenderer(av, seed=0, detail=0.5, detail_gain=g).crops(motion, idx).astype(np.float32) - plain
+                for g in (1.0, 2.0))
+    none = AvatarRenderer(av, seed=0, detail=0.5, detail_gain=0.0).crops(motion, idx)
+    assert np.array_equal(none, plain.astype(np.uint8))
+    # Where neither sum was clipped, twice the gain added twice the detail (the tiny avatar's detail is large).
+    inside = (np.minimum(plain + one, plain + two) > 0) & (np.maximum(plain + one, plain + two) < 255)
+    assert inside.mean() > 0.3
+    assert np.abs(two[inside] - 2 * one[inside]).mean() < 0.2 * np.abs(one[inside]).mean()
+    with pytest.raises(InputError, match="detail gain"):
+        AvatarRenderer(av, detail_gain=-1.0)
 
 
 def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(tiny_avatar):

@@ -28,7 +28,8 @@ import torch
 
 from talkhead.data.avatar import AvatarDataConfig, extract
 from talkhead.metrics import pearson
-from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar, paste_lower_face, pingpong
+from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar
+from talkhead.render.paste import paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
@@ -149,7 +150,8 @@ def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, 
 VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [800], {}),
             ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
             ("bridge 2 steps, no bank detail", True, [800, 400], {"detail": None}),
-            ("bridge 2 steps, bank detail memory 0.5", True, [800, 400], {"detail": 0.5}),
+            ("bridge 2 steps, bank detail memory 0.6 gain 1", True, [800, 400],
+             {"detail": 0.6, "detail_gain": 1.0}),
             ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
             ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
 

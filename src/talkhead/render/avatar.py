@@ -29,26 +29,28 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from PIL import Image
-from torch.nn import functional as F
 
 from talkhead.checkpoint import load_checkpoint, save_checkpoint
-from talkhead.data.avatar import (AvatarData, AvatarDataConfig, apply, context, extract, frame_masks, invert,
-                                  mask_points, mouth_maps_for)
+from talkhead.data.avatar import (AvatarData, AvatarDataConfig, context, extract, frame_masks, mask_points,
+                                  mouth_maps_for)
 from talkhead.data.mouths import MOUTH, MouthBank, mouth_keys
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
+from talkhead.render.paste import colour_ring, decode_window, paste_lower_face, pingpong
 
 KIND = "talkhead-avatar"
 VERSION = 2  # 2: masks per frame (``base.points``, ``data`` in the metadata). Without a mouth bank (``bank.*``)
 # drawing starts from the reference.
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
 LOWER = MOUTH
-# How much of the running average of the bank's detail each frame keeps: detail against flicker. cap12 -> cap13,
-# all 765 frames, masks per frame (2026-12-03): memory 0.5 detail 0.70x the real frames', flicker 1.24x the real
-# video's; 0.6 0.66x 1.19x; 0.65 0.64x 1.16x; 0.7 0.62x 1.14x (the flicker target is 1.2x).
-DETAIL_MEMORY = 0.6
+# How much of the running average of the bank's detail each frame keeps, and its gain: averaging the detail
+# of bank frames that change every few frames cancels part of it (detail against flicker). cap12 -> cap13, all
+# 765 frames (2026-12-03), detail / flicker as ratios to the real video's, lower-face PSNR: memory 0.6 gain 1
+# 0.66x 1.19x 28.90 dB; 0.7 gain 1 0.62x 1.14x; 0.6 gain 1.3 1.00x 1.27x 28.53 dB; 0.8 gain 1.3 0.84x 1.13x
+# 28.63 dB; 0.7 gain 1.2 0.82x 1.17x 28.72 dB (targets: detail 0.8-1.25x, flicker <= 1.2x).
+DETAIL_MEMORY = 0.7
+DETAIL_GAIN = 1.2
 DETAIL_QUALITY = 90  # JPEG quality of the bank's detail (at 90 it measures as the raw detail does)
-WINDOW_MARGIN = 2  # latent cells decoded around the paste mask
 
 
 @dataclass
@@ -246,80 +248,28 @@ def load_avatar(path: str | Path) -> Avatar:
                   base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank)
 
 
-def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``frame`` with ``crop`` warped in through ``affine`` (crop -> frame pixels), weighted by ``mask`` [S, S]."""
-    h, w = frame.shape[:2]
-    s = crop.shape[0]
-    corners = apply(affine, np.array([[0, 0], [s, 0], [0, s], [s, s]], np.float64))
-    x0, y0 = np.clip(np.floor(corners.min(0)).astype(int), 0, [w, h])
-    x1, y1 = np.clip(np.ceil(corners.max(0)).astype(int), 0, [w, h])
-    out = frame.copy()
-    if x1 <= x0 or y1 <= y0:
-        return out
-    ys, xs = np.mgrid[y0:y1, x0:x1]
-    q = apply(invert(affine), np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5], 1)) / s * 2 - 1
-    grid = torch.from_numpy(q.astype(np.float32)).reshape(1, y1 - y0, x1 - x0, 2)
-    src = torch.from_numpy(np.concatenate([crop.astype(np.float32), mask[..., None] * 255], 2)).permute(2, 0, 1)[None]
-    warped = F.grid_sample(src, grid, mode="bilinear", padding_mode="zeros", align_corners=False)[0]
-    m = warped[3] / 255
-    region = torch.from_numpy(frame[y0:y1, x0:x1].astype(np.float32)).permute(2, 0, 1)
-    blend = region + m * (warped[:3] - region)
-    out[y0:y1, x0:x1] = blend.round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).numpy()
-    return out
-
-
-def decode_window(paste: np.ndarray, down: int, margin: int = WINDOW_MARGIN) -> tuple[int, int, int, int]:
-    """Latent rows and columns (r0, r1, c0, c1) that cover the paste mask, ``margin`` cells wider: decoding
-    only these is what drawing needs. (With its own group-norm statistics a window decodes at 34-38 dB
-    against the whole crop on the bench's avatars; with the bank frame's whole-crop statistics at 42 dB,
-    with the crop's own whole statistics at 64 dB: the rest is the window's border.)"""
-    ys, xs = np.nonzero(paste > 0)
-    g = paste.shape[0] // down
-    return (max(0, ys.min() // down - margin), min(g, ys.max() // down + 1 + margin),
-            max(0, xs.min() // down - margin), min(g, xs.max() // down + 1 + margin))
-
-
-def colour_ring(hidden: np.ndarray, window: tuple[int, int, int, int], down: int) -> np.ndarray:
-    """Where each drawn crop's colour is checked, bool [B, S, S]: the decoded ``window`` less the frame's
-    hidden region [B, S, S] grown by a pixel. The network sees the real frame there (the context), so what its
-    decoding is off by there is an error of the whole drawing. An avatar learnt from one session and drawn
-    on another (cap12 -> cap13, other light) drew the lower face 4-6 levels too bright."""
-    from scipy.ndimage import binary_dilation
-
-    r0, r1, c0, c1 = window
-    ring = np.zeros_like(hidden)
-    ring[:, r0 * down:r1 * down, c0 * down:c1 * down] = True
-    return ring & ~binary_dilation(hidden, _CROSS)
-
-
-_CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)[None]  # scipy's default: 4-neighbours, within a frame
-
-
-def pingpong(i: np.ndarray, n: int) -> np.ndarray:
-    """Frame indices looping 0..n-1 forward and back: 0 1 2 1 0 1 2 ... (no jump at the turn)."""
-    if n <= 1:
-        return np.zeros_like(i)
-    j = i % (2 * n - 2)
-    return np.where(j < n, j, 2 * n - 2 - j)
-
-
 class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
-                 detail: float | None = DETAIL_MEMORY, window: bool = True, colour: bool = True) -> None:
+                 detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = True,
+                 colour: bool = True) -> None:
         """Given ``frames``, their crop maps ``affines``, fitted ``motion`` and mask points ``points``
-        (``Avatar.mask_points``) replace the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with this memory (the
-        share of the previous average kept each frame; 0: each frame's own); None: not added. ``window``:
-        decode only the latent cells under the paste mask (``decode_window``), not the whole crop (1.9x
-        faster at 256 px), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``:
-        shift each drawn crop's colour by what its decoding is off by on the frame's own pixels just outside
-        the hidden region (``colour_ring``)."""
+        (``Avatar.mask_points``) replace the avatar's base (``reenact``). ``detail``: the bank frames' detail
+        is added back, averaged over frames with this memory (the share of the previous average kept each
+        frame; 0: each frame's own), times ``detail_gain``; None: not added. ``window``: decode only the
+        latent cells under the paste mask (``decode_window``), not the whole crop (1.9x faster at 256 px), the
+        decoder's group norms given the chosen bank frame's whole statistics. ``colour``: shift each drawn
+        crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
+        (``colour_ring``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
             raise InputError(f"the detail memory must be in [0, 1), not {detail}")
+        if not 0.0 <= detail_gain <= 3.0:
+            raise InputError(f"the detail gain must be in [0, 3], not {detail_gain}")
+        self.gain = detail_gain
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
         self._detail: np.ndarray | None = None
         a = self.avatar
@@ -389,7 +339,7 @@ class AvatarRenderer:
         for k, i in enumerate(chosen):
             d = self.avatar.detail(int(i))
             self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
-            crops[k] += self._detail
+            crops[k] += self.gain * self._detail
         return crops
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
