@@ -61,13 +61,17 @@ def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_av
     assert left < 0.3 * vae_err and left < 2.5  # JPEG at quality 90 keeps the detail to a level or two
 
 
+def _drawn(av, n: int, **drawing) -> np.ndarray:
+    """n crops (float) of a jaw opening 0 -> 0.8 over the base, drawn with ``drawing``'s options."""
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, n)
+    return AvatarRenderer(av, seed=0, **drawing).crops(motion, np.arange(n) % len(av.base)).astype(np.float32)
+
+
 def test_bank_detail_is_added_as_a_running_average(tiny_avatar):
     av = load_avatar(tiny_avatar)
-    motion = np.zeros((12, 58), np.float32)
-    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 12)
-    idx = np.arange(12) % len(av.base)
-    plain = AvatarRenderer(av, seed=0, detail=None).crops(motion, idx).astype(np.float32)
-    own, smooth = (AvatarRenderer(av, seed=0, detail=m).crops(motion, idx).astype(np.float32) for m in (0.0, 0.9))
+    plain = _drawn(av, 12, detail=None)
+    own, smooth = (_drawn(av, 12, detail=m) for m in (0.0, 0.9))
     added, kept = own - plain, smooth - plain
     assert np.abs(added).mean() > 1.0  # the detail is there
     # Memory 0.9: the first frame has its own detail, later ones change from it a tenth as fast.
@@ -79,14 +83,9 @@ def test_bank_detail_is_added_as_a_running_average(tiny_avatar):
 
 def test_detail_gain_scales_what_is_added(tiny_avatar):
     av = load_avatar(tiny_avatar)
-    motion = np.zeros((6, 58), np.float32)
-    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 6)
-    idx = np.arange(6) % len(av.base)
-    plain = AvatarRenderer(av, seed=0, detail=None).crops(motion, idx).astype(np.float32)
-    one, two = (AvatarRenderer(av, seed=0, detail=0.5, detail_gain=g).crops(motion, idx).astype(np.float32) - plain
-                for g in (1.0, 2.0))
-    none = AvatarRenderer(av, seed=0, detail=0.5, detail_gain=0.0).crops(motion, idx)
-    assert np.array_equal(none, plain.astype(np.uint8))
+    plain = _drawn(av, 6, detail=None)
+    one, two = (_drawn(av, 6, detail=0.5, detail_gain=g) - plain for g in (1.0, 2.0))
+    assert np.array_equal(_drawn(av, 6, detail=0.5, detail_gain=0.0), plain)
     # Where neither sum was clipped, twice the gain added twice the detail (the tiny avatar's detail is large).
     inside = (np.minimum(plain + one, plain + two) > 0) & (np.maximum(plain + one, plain + two) < 255)
     assert inside.mean() > 0.3

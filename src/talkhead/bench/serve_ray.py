@@ -29,6 +29,9 @@ from talkhead.util import atomic_write
 TARGET_FPS, TARGET_P95_MS = 24.0, 60.0
 
 
+SETTLE_S = 2.0  # between levels: the last level's sessions are gone
+
+
 @dataclass(frozen=True)
 class RayServeBenchConfig:
     """What ``bench serve --ray`` runs."""
@@ -162,6 +165,10 @@ def _sweep(server: str, replicas: int, cfg: RayServeBenchConfig) -> list[dict]:
         levels.append({"replicas": replicas, **asyncio.run(_level(server, n, cfg.seconds))})
         if not levels[-1]["held"]:
             break  # more sessions only do worse
+        # The replicas end a closed session's request some 10-70 ms after the client closes it: a next level
+        # opened at once met the last one's still counted and Serve's proxy dropped a session (2026-12-04:
+        # 3 ending + 4 new on 2 replicas of 4, HTTP 500 at the 4th level).
+        time.sleep(SETTLE_S)
     return levels
 
 
