@@ -32,3 +32,5 @@ def test_speech_driven_rows_on_a_real_recording(tiny_avatar):
     assert row["frames"] > 50 and row["recording"] == "arctic_a0007.wav"
     assert 0 < row["identity_found"] <= 1 and row["identity_distance"] is not None
     assert row["warp_lip_r_with_jawOpen"] is not None
+    # The filmed base frames are the same person as the reference crop (dlib's "same person" is < 0.6).
+    assert 0 <= row["filmed_identity_distance"] < 0.6

@@ -113,12 +113,12 @@ def test_client_audio_from_a_real_recording_drives_the_face(server):
     asyncio.run(go())
 
 
-def test_client_audio_starts_the_face_from_its_first_quarter_second(server):
-    """The live student needs 4-6 frames of audio for its first frame (the old path needed 15): with only the
-    first 240 ms of a recording sent and no audio_end, speech frames come."""
+def test_client_audio_starts_the_face_from_its_first_160_ms(server):
+    """The live student's first frame needs 3 frames of audio and is sent once the next exists, after 4 (the
+    old path needed 15): with only the first 160 ms of a recording sent and no audio_end, speech frames come."""
     wav = load_audio(SPEECH / "arctic_a0009.wav")
     voiced = int(np.argmax(np.abs(wav) > 0.05))  # where the speech starts
-    pcm = (np.clip(wav[voiced: voiced + 6 * 640], -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = (np.clip(wav[voiced: voiced + 4 * 640], -1, 1) * 32767).astype("<i2").tobytes()
 
     async def go():
         ws, _ = await _open(server)

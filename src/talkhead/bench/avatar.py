@@ -13,7 +13,7 @@ Measures: PSNR of the lower face (the paste mask), its detail (variance of the L
 the real frames', the lip gap (dlib's inner lips, re-detected) r with the real lip gap, mouth flicker
 (mean change between frames) as a ratio to the real video's, ms per frame, training time. Driven by a
 real recording (``generate --avatar``): dlib's identity distance to the person and the lip gap's r with
-the motion's jawOpen, beside the warp renderer on the same recording.
+the motion's jawOpen, beside the warp renderer on the same recording and the same base frames as filmed.
 """
 
 from __future__ import annotations
@@ -211,8 +211,12 @@ def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
     motion = motion_from_speech(speech_from_recording(load_audio(cfg.speech)), MotionConfig(seed=cfg.seed))
     r = AvatarRenderer(avatar, cfg.seed)
     frames = np.stack(list(r.frames(motion)))
-    aff = avatar.base_affine[pingpong(np.arange(len(frames)), len(avatar.base))]
+    order = pingpong(np.arange(len(frames)), len(avatar.base))
+    aff = avatar.base_affine[order]
     crops = _crops(frames, aff, avatar.side)
+    # The same base frames as filmed: what the person's real face scores against the one reference crop, the
+    # floor of the identity measure (the avatar changes only their lower face).
+    filmed = _crops(avatar.base[order], aff, avatar.side)
     warp = np.stack(list(WarpRenderer(avatar.base[0], size=None, full_frame=True).frames(motion)))
     wcrops = _crops(warp, np.repeat(avatar.base_affine[:1], len(warp), 0), avatar.side)
     jaw = motion[:, SPEC["jawOpen"]]
@@ -227,6 +231,7 @@ def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
             "identity_found": round(ident["found"], 3),
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
+            "filmed_identity_distance": round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3),
             "lip_r_with_jawOpen": follow(crops), "warp_lip_r_with_jawOpen": follow(wcrops)}
 
 

@@ -114,7 +114,8 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
         raise InputError("--seconds must be at least 5 and --sessions 1..16")
     r = run_serve_bench(args.out, args.seconds, args.sessions, args.model, args.size)
     print(f"say -> first frame {r['say_to_first_frame_ms']['median']} ms; client audio -> first frame "
-          f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms; interrupt -> last speech "
+          f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms (20 ms chunks: "
+          f"{r['first_audio_chunk_to_first_frame_ms_20ms_chunks']['median']} ms); interrupt -> last speech "
           f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
           f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps; "
           f"wrote {Path(args.out) / 'serve.json'}")
