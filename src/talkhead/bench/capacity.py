@@ -46,9 +46,10 @@ def _serve_rows(path: Path) -> list[dict]:
     d = _load(path)
     held, load = d["sessions_at_25fps"], _load_span(d)
     if isinstance(held, int):
-        return [{"what": f"live sessions at 25 fps, `talkhead serve` ({d['size']} px)", "kind": "sessions",
-                 "value": held, "measured": _sessions(held), "cores": d.get("cpu_count"), "load": load,
-                 "source": path}]
+        counts = {"`say`": held, "client audio": d.get("client_audio_sessions_at_25fps")}  # the latter since 2026-12-04
+        return [{"what": f"live sessions at 25 fps, `talkhead serve`, speaking {how} ({d['size']} px)",
+                 "kind": "sessions", "value": k, "measured": _sessions(k), "cores": d.get("cpu_count"), "load": load,
+                 "source": path} for how, k in counts.items() if k is not None]
     size = d["config"]["size"]
     return [{"what": (f"live sessions at 25 fps, `serve --ray`, {n} replica{'s' * (int(n) > 1)} ({size} px)" if n != "0"
                       else f"live sessions at 25 fps, `talkhead serve` beside it, no Ray ({size} px)"),

@@ -144,21 +144,36 @@ async def _interrupt_latency(server: str, repeats: int) -> list[float]:
     return out
 
 
-async def _concurrent(server: str, n: int, seconds: float) -> dict:
-    """``n`` sessions that all speak all the time: each one's rate of new frames and interval p95.
+async def _stream_audio(ws, pcm: bytes, seconds: float, chunk_ms: int = 20) -> None:
+    """``pcm`` (looped) to ``ws`` for ``seconds`` in ``chunk_ms`` pieces on the clock, as a voice agent's TTS."""
+    size, t0 = chunk_ms * 32, time.perf_counter()
+    t_next, i = t0, 0
+    while time.perf_counter() - t0 < seconds:
+        await ws.send(pcm[i:i + size])
+        i = (i + size) % (len(pcm) - size)
+        t_next += chunk_ms / 1000
+        await asyncio.sleep(max(0.0, t_next - time.perf_counter()))
+
+
+async def _concurrent(server: str, n: int, seconds: float, pcm: bytes | None = None) -> dict:
+    """``n`` sessions that all speak all the time (a ``say`` every 4 s, or with ``pcm`` client audio streamed
+    without a pause): each one's rate of new frames and interval p95.
 
     A frame the server had not drawn in time is sent again unchanged; only changed frames count."""
     async def one() -> tuple[float, float]:
         ws = await _session(server)
         arrivals, t0, said, last = [], time.perf_counter(), 0.0, None
+        sender = None if pcm is None else asyncio.create_task(_stream_audio(ws, pcm, seconds))
         while time.perf_counter() - t0 < seconds:
-            if time.perf_counter() - said > 4.0:
+            if sender is None and time.perf_counter() - said > 4.0:
                 await ws.send(json.dumps({"type": "say", "text": SENTENCE}))
                 said = time.perf_counter()
             m = await _recv(ws)
             if isinstance(m, tuple) and m[0] == "V" and m[2] != last:
                 arrivals.append(time.perf_counter())
                 last = m[2]
+        if sender is not None:
+            await sender
         await ws.close()
         return len(arrivals) / seconds, float(np.percentile(np.diff(arrivals) * 1000, 95))
 
@@ -220,10 +235,15 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
         interrupt = asyncio.run(_interrupt_latency(server, 5))
         long = asyncio.run(_long_session(server, seconds))
         concurrent = [asyncio.run(_concurrent(server, n, 10.0)) for n in range(1, max_sessions + 1)]
+        speech = b"".join(pcms)  # the six recordings, end to end, for sessions driven by client audio
+        concurrent_audio = [asyncio.run(_concurrent(server, n, 10.0, speech)) for n in range(1, max_sessions + 1)]
         webrtc = webrtc_rows(server, sessions=min(3, max_sessions))
     finally:
         srv.should_exit = True
-    held = [c["sessions"] for c in concurrent if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0]
+    def held(rows: list[dict]) -> int:
+        return max((c["sessions"] for c in rows if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0),
+                   default=0)
+
     result = {"model": model or "student-1-whisper", "size": size, "say_to_first_frame_ms": _ms(say),
               "first_audio_chunk_to_first_frame_ms": _ms(audio),
               "first_audio_chunk_to_first_frame_ms_20ms_chunks": _ms(audio_20),
@@ -231,7 +251,8 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
               "say_joe_to_first_frame_ms": piper,
               "client_audio_lips": client_audio_lips(cfg.model, cfg.live_model),
               "long_session": {"seconds": seconds, **long}, "concurrent": concurrent,
-              "sessions_at_25fps": max(held, default=0), "webrtc": webrtc, "cpu_count": os.cpu_count(),
+              "sessions_at_25fps": held(concurrent), "concurrent_client_audio": concurrent_audio,
+              "client_audio_sessions_at_25fps": held(concurrent_audio), "webrtc": webrtc, "cpu_count": os.cpu_count(),
               "load_before": load, "load_after": [round(v, 2) for v in os.getloadavg()]}
     atomic_write(out / "serve.json", json.dumps(result, indent=1).encode())
     _plot(result, out / "serve.png")
@@ -291,7 +312,10 @@ def _plot(result: dict, path: Path) -> None:
     a.set_ylabel("ms (median)")
     a.set_title("latency", fontsize=9)
     c = result["concurrent"]
-    b.plot([r["sessions"] for r in c], [r["new_fps_min"] for r in c], "o-", label="slowest session, new frames/s")
+    b.plot([r["sessions"] for r in c], [r["new_fps_min"] for r in c], "o-", label="say: slowest session, new frames/s")
+    ca = result.get("concurrent_client_audio") or []
+    if ca:
+        b.plot([r["sessions"] for r in ca], [r["new_fps_min"] for r in ca], "s-", label="client audio (20 ms chunks)")
     b.axhline(25, color="k", ls="--", lw=1)
     b.set_xlabel("sessions speaking at once")
     b.set_ylabel("frames/s")

@@ -117,7 +117,8 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
           f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms (20 ms chunks: "
           f"{r['first_audio_chunk_to_first_frame_ms_20ms_chunks']['median']} ms); interrupt -> last speech "
           f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
-          f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps; "
+          f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps "
+          f"({r['client_audio_sessions_at_25fps']} on client audio); "
           f"wrote {Path(args.out) / 'serve.json'}")
     w, med = r["webrtc"], lambda row: (row or {}).get("median")
     if "skipped" in w:
