@@ -153,7 +153,7 @@ VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [80
             ("bridge 2 steps, bank detail memory 0.6 gain 1", True, [800, 400],
              {"detail": 0.6, "detail_gain": 1.0}),
             ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
-            ("bridge 2 steps, whole crop decoded", True, [800, 400], {"window": False}))
+            ("bridge 2 steps, mask window decoded (serve)", True, [800, 400], {"window": True}))
 
 
 def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:

