@@ -176,6 +176,12 @@ def tiny_avatar_config():
 
 
 @pytest.fixture(scope="session")
+def tiny_avatar_cfg():
+    """The settings ``tiny_avatar`` was trained with (its stages are reused by a run with the same ones)."""
+    return tiny_avatar_config()
+
+
+@pytest.fixture(scope="session")
 def tiny_avatar(talking_video, tmp_path_factory):
     """A trained .avatar of the talking video (tiny networks: a few seconds of training)."""
     from talkhead.train.avatar import train_avatar

@@ -95,3 +95,44 @@ def test_bad_videos_are_refused_in_one_line(case, talking_video, tmp_path, capsy
     word = {"short": "too short", "noface": "no face", "corrupt": "cannot read", "missing": "no such video"}[case]
     assert word in err[0]
     assert not out.exists()
+
+
+def test_a_bank_over_its_budget_keeps_whole_seconds_and_large_base_frames_are_made_smaller(tiny_avatar, tiny_avatar_cfg, talking_video,
+                                                                         tmp_path):
+    import shutil
+    from dataclasses import replace
+
+    from talkhead.render.avatar import AvatarRenderer
+    from talkhead.train.avatar import train_avatar
+
+    def bank_bytes(av) -> int:
+        return av.bank["detail"][0].nbytes + av.bank["latent"].numel() * 2 + av.bank["motion"].nbytes
+
+    full = load_avatar(tiny_avatar)
+    n = len(full.bank["motion"])
+    budget_mb = 0.5 * bank_bytes(full) / 1e6  # half the bank
+    out = tmp_path / "small.avatar"  # the same trained stages, saved again under a budget, base frames at most 128 px
+    shutil.copytree(tiny_avatar.with_name(tiny_avatar.name + ".work"), tmp_path / "small.avatar.work")
+    train_avatar([talking_video[0]], out, replace(tiny_avatar_cfg, bank_mb=budget_mb, base_side=128), progress=False,
+                 log=lambda *a: None)
+    small = load_avatar(out)
+    m = len(small.bank["motion"])
+    assert 0.3 * n < m < 0.6 * n and bank_bytes(small) <= budget_mb * 1e6
+    assert small.meta["bank"]["budget_mb"] == budget_mb
+    # Whole seconds, from all of the video, each its own stretch (played forward only within it).
+    rows = {full.bank["motion"][i].tobytes(): i for i in range(n)}
+    kept = np.array([rows[r.tobytes()] for r in small.bank["motion"]])
+    assert kept[0] == 0 and kept[-1] > 0.6 * n and np.all(np.diff(kept) > 0)
+    gaps = np.flatnonzero(np.diff(kept) != 1)
+    assert len(gaps) >= 1 and small.bank["ends"][gaps].all() and small.bank["ends"][-1]
+    runs = np.diff(np.concatenate([[-1], gaps, [m - 1]]))
+    assert runs.max() <= 25 and np.median(runs) == 25
+    # The base: half the size, the crop maps scaled with it, so each crop is the same face.
+    h, w = full.base.shape[1:3]
+    assert max(h, w) > 128 and small.base.shape[1:3] == (h // 2, w // 2)
+    np.testing.assert_allclose(small.base_affine, full.base_affine * 0.5, rtol=1e-6)
+    crops_full, crops_small = full.crops_of(full.base[:4], full.base_affine[:4]), small.crops_of(small.base[:4],
+                                                                                                 small.base_affine[:4])
+    assert np.abs(crops_full.astype(float) - crops_small).mean() < 8  # the same face, a little softer
+    frames = list(AvatarRenderer(small, seed=0).frames(full.base_motion[:6]))
+    assert len(frames) == 6 and frames[0].shape == small.base[0].shape

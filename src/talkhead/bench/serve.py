@@ -27,6 +27,7 @@ SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over
 
 SPEECH = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
 LONG_TEXT = " ".join([SENTENCE] * 64)[:5000]  # a 5,000-character say
+SETTLE_S = 2.0  # before each concurrency level and the WebRTC rows: the last one's sessions gone
 
 
 async def _session(server: str, voice: str | None = None):
@@ -155,6 +156,21 @@ async def _stream_audio(ws, pcm: bytes, seconds: float, chunk_ms: int = 20) -> N
         await asyncio.sleep(max(0.0, t_next - time.perf_counter()))
 
 
+def _settled(server: str, seconds: float = SETTLE_S, timeout: float = 30.0) -> str:
+    """``server`` once the sessions of the last measurement are gone and ``seconds`` more have passed, so that
+    a measurement does not start in the tail of an overloaded one (client audio at 4 sessions queues work)."""
+    import urllib.request
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with urllib.request.urlopen(f"http://{server}/v1/status", timeout=5) as r:
+            if json.load(r)["sessions"] == 0:
+                break
+        time.sleep(0.2)
+    time.sleep(seconds)
+    return server
+
+
 async def _concurrent(server: str, n: int, seconds: float, pcm: bytes | None = None) -> dict:
     """``n`` sessions that all speak all the time (a ``say`` every 4 s, or with ``pcm`` client audio streamed
     without a pause): each one's rate of new frames and interval p95.
@@ -234,10 +250,11 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
         audio_20 = asyncio.run(_audio_latency(server, pcms, chunk_ms=20))
         interrupt = asyncio.run(_interrupt_latency(server, 5))
         long = asyncio.run(_long_session(server, seconds))
-        concurrent = [asyncio.run(_concurrent(server, n, 10.0)) for n in range(1, max_sessions + 1)]
+        concurrent = [asyncio.run(_concurrent(_settled(server), n, 10.0)) for n in range(1, max_sessions + 1)]
         speech = b"".join(pcms)  # the six recordings, end to end, for sessions driven by client audio
-        concurrent_audio = [asyncio.run(_concurrent(server, n, 10.0, speech)) for n in range(1, max_sessions + 1)]
-        webrtc = webrtc_rows(server, sessions=min(3, max_sessions))
+        concurrent_audio = [asyncio.run(_concurrent(_settled(server), n, 10.0, speech))
+                            for n in range(1, max_sessions + 1)]
+        webrtc = webrtc_rows(_settled(server), sessions=min(3, max_sessions))
     finally:
         srv.should_exit = True
     def held(rows: list[dict]) -> int:

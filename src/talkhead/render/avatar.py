@@ -149,13 +149,30 @@ def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
     return best[1], best[2], best[3]
 
 
-def _jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
-    """Images as one byte tensor of JPEGs and their offsets (``_unjpeg`` reads one back)."""
+def scaled_base(frames: np.ndarray, affine: np.ndarray, side: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Frames [B, H, W, 3] with their crop maps [B, 2, 3] (crop pixels -> frame pixels), made smaller (even sides)
+    if their longer side is over ``side``: the maps are scaled with them, so each crop is the same face."""
+    h, w = frames.shape[1:3]
+    if side is None or max(h, w) <= side:
+        return frames, affine
+    s = side / max(h, w)
+    size = (max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2)))
+    small = np.stack([np.asarray(Image.fromarray(f).resize(size, Image.LANCZOS)) for f in frames])
+    return small, affine * np.array([size[0] / w, size[1] / h])[:, None]
+
+
+def _jpeg_bytes(images: list[np.ndarray], quality: int) -> list[np.ndarray]:
     out = []
     for im in images:
         buf = io.BytesIO()
         Image.fromarray(im).save(buf, "JPEG", quality=quality)
         out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
+def _jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
+    """Images as one byte tensor of JPEGs and their offsets (``_unjpeg`` reads one back)."""
+    out = _jpeg_bytes(images, quality)
     return {"jpeg": torch.from_numpy(np.concatenate(out)),
             "offsets": torch.tensor(np.cumsum([0] + [len(j) for j in out]), dtype=torch.int64)}
 
@@ -164,40 +181,70 @@ def _unjpeg(raw: np.ndarray, offsets: np.ndarray, i: int) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(raw[offsets[i]:offsets[i + 1]].tobytes())).convert("RGB"))
 
 
-def bank_tensors(engine: LatentEngine, data: AvatarData) -> dict[str, torch.Tensor]:
+def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None = None) -> dict[str, torch.Tensor]:
     """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends, and its
-    detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``)."""
+    detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``). Over
+    ``budget_mb`` (MB), whole seconds are kept evenly through the video (``keep_seconds``) until it fits."""
     frames = np.concatenate([c["frames"] for c in data.clips])
     latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)]).half()
     ends = np.zeros(len(frames), np.uint8)
     ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    detail, norms = [], []
+    jpegs, norms = [], []
     for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
         z = latent[i:i + 64].float()
         rec = engine.decode(z).astype(np.float32)
-        detail += list(np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8))
+        detail = np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8)
+        jpegs += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
         norms.append(engine.norm_stats(z))
-    jp = _jpegs(detail, DETAIL_QUALITY)
-    return {"bank.latent": latent, "bank.motion": torch.from_numpy(motion), "bank.ends": torch.from_numpy(ends),
-            "bank.detail_jpeg": jp["jpeg"], "bank.detail_offsets": jp["offsets"], "bank.norms": torch.cat(norms)}
+    norms = torch.cat(norms)
+    per_frame = np.array([len(j) for j in jpegs]) + (latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1)
+    keep = np.arange(len(frames)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
+    keep_t = torch.from_numpy(keep)
+    kept_ends = ends[keep].astype(bool) | np.append(np.diff(keep) != 1, True)  # a stretch ends where a gap starts
+    return {"bank.latent": latent[keep_t], "bank.motion": torch.from_numpy(motion[keep]),
+            "bank.ends": torch.from_numpy(kept_ends.astype(np.uint8)),
+            "bank.detail_jpeg": torch.from_numpy(np.concatenate([jpegs[i] for i in keep])),
+            "bank.detail_offsets": torch.tensor(np.cumsum([0] + [len(jpegs[i]) for i in keep]), dtype=torch.int64),
+            "bank.norms": norms[keep_t]}
+
+
+def keep_seconds(nbytes: np.ndarray, ends: np.ndarray, budget: float, second: int = 25) -> np.ndarray:
+    """Indices of the frames kept so that their ``nbytes`` [N] sum to at most ``budget``: all of them if they fit,
+    else whole seconds (runs of ``second`` frames, never across a stretch's end ``ends`` [N]) spread evenly
+    through the video, so that the bank keeps mouths from all of it, each played forward as filmed."""
+    if nbytes.sum() <= budget:
+        return np.arange(len(nbytes))
+    starts = np.flatnonzero(np.concatenate([[True], ends[:-1]]))  # each stretch cut into seconds
+    chunks = [np.arange(a, b)[i:i + second] for a, b in zip(starts, np.append(starts[1:], len(nbytes)))
+              for i in range(0, b - a, second)]
+    share = budget / nbytes.sum()
+    while share > 0:
+        picked = [c for k, c in enumerate(chunks) if np.floor(k * share) > np.floor((k - 1) * share)]  # from 0
+        keep = np.concatenate(picked) if picked else np.zeros(0, np.int64)
+        if len(keep) and nbytes[keep].sum() <= budget:
+            return keep
+        share -= 0.02
+    raise InputError(f"the avatar's mouth bank does not fit in {budget / 1e6:.1f} MB: raise --bank-mb")
 
 
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
-                videos: dict[str, Path], bank: dict | None = None) -> None:
+                videos: dict[str, Path], bank: dict | None = None, base_side: int | None = None) -> None:
     """Write the ``.avatar`` (atomically): the engine, the geometry, the base frames read again from the video and,
-    with ``bank`` ({"jump": ...}), the mouth bank (``data.mouths``)."""
+    with ``bank`` ({"jump": ..., "budget_mb": ...}), the mouth bank (``data.mouths``). Base frames whose longer side
+    is over ``base_side`` are made smaller (``scaled_base``)."""
     from talkhead.data.video import read_frames
 
     ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
     clip = data.clips[ci]
     frames = read_frames(videos[clip["video"]], 25)[clip["frame_index"][a:b]]
+    frames, affine = scaled_base(frames, clip["affine"][a:b], base_side)
     base = _jpegs(list(frames), 95)
     tensors, own = engine_tensors(engine)
     tensors = {f"engine.{k}": v for k, v in tensors.items()}
     tensors.update({
         "base.jpeg": base["jpeg"], "base.offsets": base["offsets"],
-        "base.affine": torch.from_numpy(clip["affine"][a:b].astype(np.float32)),
+        "base.affine": torch.from_numpy(affine.astype(np.float32)),
         "base.motion": torch.from_numpy(clip["motion"][a:b].astype(np.float32)),
         "base.points": torch.from_numpy(clip["points"][a:b].astype(np.float32)),
         "reference": torch.from_numpy(np.ascontiguousarray(data.reference)),
@@ -208,7 +255,7 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
         "crop_to_ref": torch.from_numpy(data.crop_to_ref.astype(np.float32)),
     })
     if bank is not None:
-        tensors.update(bank_tensors(engine, data))
+        tensors.update(bank_tensors(engine, data, bank.get("budget_mb")))
     own = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in own.items()}
     meta = {"kind": KIND, "version": VERSION, "side": data.side, "engine": own,
             "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},

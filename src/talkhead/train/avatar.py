@@ -68,12 +68,18 @@ class AvatarTrainConfig:
     bank_k: int = 4
     bank_exclude: int = 50
     bank_jump: float = 10.0
+    # The bank's share of the file: every frame's latent and detail is 12 KB at 128 px crops, 25 KB at 256 px, so
+    # 2 minutes of a large face would be 70 MB. Over this, whole seconds are kept evenly through the video.
+    bank_mb: float = 24.0
     batch: int = 12  # frame pairs
     lr: float = 1e-3
     student_steps: int = 300
     students: tuple[int, ...] = ()  # optional students distilled from the bridged teacher, e.g. 1
     ship: int = 0  # the student that goes into the .avatar (0: the teacher with its bridge)
     base_seconds: float = 6.0  # the steadiest stretch of this length is the base that generation loops
+    # The base frames' longer side at most (smaller frames are kept as filmed): 6 s of 1080p frames would be
+    # about 50 MB in the file and 0.9 GB in memory; 1280 keeps them under 25 MB.
+    base_side: int = 1280
     seed: int = 0
 
 
@@ -293,8 +299,8 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     engine = load_engine(chosen)
     if cfg.critic > 0:  # the sharpened decoder reads the same latents (its encoder was frozen)
         engine.vae.load_state_dict(load_vae(work / "decoder.safetensors").state_dict())
-    bank = {"jump": cfg.bank_jump} if cfg.bank_steps else None
-    save_avatar(out, engine, d, cfg.base_seconds, info, {v.name: v for v in videos}, bank)
+    bank = {"jump": cfg.bank_jump, "budget_mb": cfg.bank_mb} if cfg.bank_steps else None
+    save_avatar(out, engine, d, cfg.base_seconds, info, {v.name: v for v in videos}, bank, cfg.base_side)
     info["wall_s"] = clock.totals()
     atomic_write(work / "train.json", json.dumps(info, indent=1, default=str).encode())
     return info
