@@ -33,10 +33,10 @@ class AvatarDataConfig:
     """How a person's video becomes crops."""
 
     fps: int = 25
-    max_side: int = 256
+    max_side: int = field(default=256, metadata={"help": "face crops' side at most, px (a smaller face: less)"})
     min_side: int = 64
     crop_widths: float = 1.5  # crop side in face widths: brows to below the chin
-    min_seconds: float = 10.0  # shorter videos cannot teach a face
+    min_seconds: float = field(default=10.0, metadata={"help": "seconds with a face needed at least"})
     min_clip: int = 25  # a stretch with a face shorter than this (frames) is dropped
     smooth: int = 5  # frames of moving average on the stable points
     fit_iters: int = 300

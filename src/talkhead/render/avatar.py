@@ -198,7 +198,8 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
         jpegs += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
         norms.append(engine.norm_stats(z))
     norms = torch.cat(norms)
-    per_frame = np.array([len(j) for j in jpegs]) + (latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1)
+    fixed = latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1  # bytes of every frame but its JPEG
+    per_frame = np.array([len(j) for j in jpegs]) + fixed
     keep = np.arange(len(frames)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
     keep_t = torch.from_numpy(keep)
     kept_ends = ends[keep].astype(bool) | np.append(np.diff(keep) != 1, True)  # a stretch ends where a gap starts

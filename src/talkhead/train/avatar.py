@@ -35,12 +35,12 @@ from talkhead.util import atomic_write
 
 @dataclass(frozen=True)
 class AvatarTrainConfig:
-    """The default recipe: about 30 min on 2 cores for a minute of video."""
+    """The default recipe: 9.5 min on 2 cores for 2.3 min of video (13-15 min on one thread for 20-53 s)."""
 
     data: AvatarDataConfig = field(default_factory=AvatarDataConfig)
     vae_widths: tuple[int, ...] = (32, 64)  # 4x down; crops over 128 px get a third stage (8x)
     vae_latent: int = 4  # latent channels (8: 33.6 against 32.6 dB on cap13's lower face, detail 0.21 against 0.16)
-    vae_steps: int = 700
+    vae_steps: int = field(default=700, metadata={"help": "steps of the person's VAE"})
     vae_batch: int = 16
     vae_lr: float = 2e-3
     vae_patch: int = 64  # the VAE learns from random patches of this side (0: whole crops)
@@ -52,35 +52,35 @@ class AvatarTrainConfig:
     critic_steps: int = 600
     critic_lr: float = 5e-4
     widths: tuple[int, int, int] = (32, 64, 96)
-    teacher_steps: int = 1500
+    teacher_steps: int = field(default=1500, metadata={"help": "steps of the latent denoiser"})
     # Sampling is a bridge from the person's reference latent noised to ``bridge_t`` (not pure noise at
     # T = 1000), in ``sample_steps`` DDIM steps: on cap12 the 2-step bridge is within 0.1 dB of 4 steps,
     # and 11 dB above DDIM-20 from pure noise (docs/avatar.md), so no student is needed by default.
     bridge_t: int = 800
-    sample_steps: int = 2
+    sample_steps: int = field(default=2, metadata={"help": "denoising steps per drawn frame"})
     # Then the teacher is fine-tuned to start from the person's own mouths (``data.mouths``): each frame's
     # reference is one of its ``bank_k`` nearest frames by the lips' points, ``bank_exclude`` or more frames
     # away, and drawing starts each frame from the bank's nearest, played forward while it costs at most
     # ``bank_jump`` (squared percent of the crop) more. cap12 -> cap13: lip r 0.60 -> 0.93, 25.9 -> 27.5 dB,
     # flicker 1.09x the real video's (docs/avatar.md). 0 steps: no bank (one reference, the first face).
-    bank_steps: int = 600
+    bank_steps: int = field(default=600, metadata={"help": "steps tuning the denoiser on the mouth bank (0: no bank)"})
     bank_lr: float = 5e-4
     bank_k: int = 4
     bank_exclude: int = 50
     bank_jump: float = 10.0
     # The bank's share of the file: every frame's latent and detail is 12 KB at 128 px crops, 25 KB at 256 px, so
     # 2 minutes of a large face would be 70 MB. Over this, whole seconds are kept evenly through the video.
-    bank_mb: float = 24.0
+    bank_mb: float = field(default=24.0, metadata={"help": "the mouth bank's size in the file at most, MB"})
     batch: int = 12  # frame pairs
     lr: float = 1e-3
     student_steps: int = 300
     students: tuple[int, ...] = ()  # optional students distilled from the bridged teacher, e.g. 1
     ship: int = 0  # the student that goes into the .avatar (0: the teacher with its bridge)
-    base_seconds: float = 6.0  # the steadiest stretch of this length is the base that generation loops
+    base_seconds: float = field(default=6.0, metadata={"help": "seconds of steady video that generation loops"})
     # The base frames' longer side at most (smaller frames are kept as filmed): 6 s of 1080p frames would be
     # about 50 MB in the file and 0.9 GB in memory; 1280 keeps them under 25 MB.
-    base_side: int = 1280
-    seed: int = 0
+    base_side: int = field(default=1280, metadata={"help": "base frames' longer side at most, px"})
+    seed: int = field(default=0, metadata={"help": "randomness of every stage"})
 
 
 def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
