@@ -20,7 +20,6 @@ the frame it is drawn on: shifted by what the decoding is off by just outside th
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,13 +27,13 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from PIL import Image
 
 from talkhead.checkpoint import load_checkpoint, save_checkpoint
 from talkhead.data.avatar import (AvatarData, AvatarDataConfig, context, extract, frame_masks, mask_points,
                                   mouth_maps_for)
 from talkhead.data.mouths import MOUTH, MouthBank, mouth_keys
 from talkhead.errors import InputError
+from talkhead.render.avatar_bank import bank_tensors, jpegs, scaled_base, steadiest, unjpeg
 from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
 from talkhead.render.paste import colour_ring, decode_window, paste_lower_face, pingpong
 
@@ -50,7 +49,6 @@ LOWER = MOUTH
 # 28.63 dB; 0.7 gain 1.2 0.82x 1.17x 28.72 dB (targets: detail 0.8-1.25x, flicker <= 1.2x).
 DETAIL_MEMORY = 0.7
 DETAIL_GAIN = 1.2
-DETAIL_QUALITY = 90  # JPEG quality of the bank's detail (at 90 it measures as the raw detail does)
 
 
 @dataclass
@@ -77,7 +75,7 @@ class Avatar:
 
     def detail(self, i: int) -> np.ndarray:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
-        return _unjpeg(*self.bank["detail"], i).astype(np.float32) - 128
+        return unjpeg(*self.bank["detail"], i).astype(np.float32) - 128
 
     @property
     def grid(self) -> int:
@@ -132,103 +130,6 @@ class Views(NamedTuple):
         return Views(self.crops[idx], self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx])
 
 
-def steadiest(clips: list[dict], length: int) -> tuple[int, int, int]:
-    """(clip, start, end) of the stretch of ``length`` frames where the head moves least (crop maps' drift)."""
-    best = (np.inf, 0, 0, 0)
-    for ci, c in enumerate(clips):
-        a = c["affine"]
-        n = min(length, len(a))
-        scale = np.sqrt(np.abs(np.linalg.det(a[:, :, :2])))
-        speed = np.concatenate([[0.0], np.linalg.norm(np.diff(a[:, :, 2], axis=0), axis=1) / scale[1:]
-                                + np.abs(np.diff(scale)) / scale[1:] * 100])
-        csum = np.concatenate([[0.0], np.cumsum(speed)])
-        means = (csum[n:] - csum[:-n]) / n
-        i = int(np.argmin(means))
-        if means[i] < best[0]:
-            best = (means[i], ci, i, i + n)
-    return best[1], best[2], best[3]
-
-
-def scaled_base(frames: np.ndarray, affine: np.ndarray, side: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Frames [B, H, W, 3] with their crop maps [B, 2, 3] (crop pixels -> frame pixels), made smaller (even sides)
-    if their longer side is over ``side``: the maps are scaled with them, so each crop is the same face."""
-    h, w = frames.shape[1:3]
-    if side is None or max(h, w) <= side:
-        return frames, affine
-    s = side / max(h, w)
-    size = (max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2)))
-    small = np.stack([np.asarray(Image.fromarray(f).resize(size, Image.LANCZOS)) for f in frames])
-    return small, affine * np.array([size[0] / w, size[1] / h])[:, None]
-
-
-def _jpeg_bytes(images: list[np.ndarray], quality: int) -> list[np.ndarray]:
-    out = []
-    for im in images:
-        buf = io.BytesIO()
-        Image.fromarray(im).save(buf, "JPEG", quality=quality)
-        out.append(np.frombuffer(buf.getvalue(), np.uint8))
-    return out
-
-
-def _jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
-    """Images as one byte tensor of JPEGs and their offsets (``_unjpeg`` reads one back)."""
-    out = _jpeg_bytes(images, quality)
-    return {"jpeg": torch.from_numpy(np.concatenate(out)),
-            "offsets": torch.tensor(np.cumsum([0] + [len(j) for j in out]), dtype=torch.int64)}
-
-
-def _unjpeg(raw: np.ndarray, offsets: np.ndarray, i: int) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(raw[offsets[i]:offsets[i + 1]].tobytes())).convert("RGB"))
-
-
-def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None = None) -> dict[str, torch.Tensor]:
-    """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends, and its
-    detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``). Over
-    ``budget_mb`` (MB), whole seconds are kept evenly through the video (``keep_seconds``) until it fits."""
-    frames = np.concatenate([c["frames"] for c in data.clips])
-    latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)]).half()
-    ends = np.zeros(len(frames), np.uint8)
-    ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
-    motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    jpegs, norms = [], []
-    for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
-        z = latent[i:i + 64].float()
-        rec = engine.decode(z).astype(np.float32)
-        detail = np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8)
-        jpegs += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
-        norms.append(engine.norm_stats(z))
-    norms = torch.cat(norms)
-    fixed = latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1  # bytes of every frame but its JPEG
-    per_frame = np.array([len(j) for j in jpegs]) + fixed
-    keep = np.arange(len(frames)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
-    keep_t = torch.from_numpy(keep)
-    kept_ends = ends[keep].astype(bool) | np.append(np.diff(keep) != 1, True)  # a stretch ends where a gap starts
-    return {"bank.latent": latent[keep_t], "bank.motion": torch.from_numpy(motion[keep]),
-            "bank.ends": torch.from_numpy(kept_ends.astype(np.uint8)),
-            "bank.detail_jpeg": torch.from_numpy(np.concatenate([jpegs[i] for i in keep])),
-            "bank.detail_offsets": torch.tensor(np.cumsum([0] + [len(jpegs[i]) for i in keep]), dtype=torch.int64),
-            "bank.norms": norms[keep_t]}
-
-
-def keep_seconds(nbytes: np.ndarray, ends: np.ndarray, budget: float, second: int = 25) -> np.ndarray:
-    """Indices of the frames kept so that their ``nbytes`` [N] sum to at most ``budget``: all of them if they fit,
-    else whole seconds (runs of ``second`` frames, never across a stretch's end ``ends`` [N]) spread evenly
-    through the video, so that the bank keeps mouths from all of it, each played forward as filmed."""
-    if nbytes.sum() <= budget:
-        return np.arange(len(nbytes))
-    starts = np.flatnonzero(np.concatenate([[True], ends[:-1]]))  # each stretch cut into seconds
-    chunks = [np.arange(a, b)[i:i + second] for a, b in zip(starts, np.append(starts[1:], len(nbytes)))
-              for i in range(0, b - a, second)]
-    share = budget / nbytes.sum()
-    while share > 0:
-        picked = [c for k, c in enumerate(chunks) if np.floor(k * share) > np.floor((k - 1) * share)]  # from 0
-        keep = np.concatenate(picked) if picked else np.zeros(0, np.int64)
-        if len(keep) and nbytes[keep].sum() <= budget:
-            return keep
-        share -= 0.02
-    raise InputError(f"the avatar's mouth bank does not fit in {budget / 1e6:.1f} MB: raise --bank-mb")
-
-
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
                 videos: dict[str, Path], bank: dict | None = None, base_side: int | None = None) -> None:
     """Write the ``.avatar`` (atomically): the engine, the geometry, the base frames read again from the video and,
@@ -240,7 +141,7 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     clip = data.clips[ci]
     frames = read_frames(videos[clip["video"]], 25)[clip["frame_index"][a:b]]
     frames, affine = scaled_base(frames, clip["affine"][a:b], base_side)
-    base = _jpegs(list(frames), 95)
+    base = jpegs(list(frames), 95)
     tensors, own = engine_tensors(engine)
     tensors = {f"engine.{k}": v for k, v in tensors.items()}
     tensors.update({
@@ -280,7 +181,7 @@ def load_avatar(path: str | Path) -> Avatar:
                          f"this one reads {VERSION}): train it again")
     engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
     raw, off = tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy()
-    base = np.stack([_unjpeg(raw, off, i) for i in range(len(off) - 1)])
+    base = np.stack([unjpeg(raw, off, i) for i in range(len(off) - 1)])
     f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine",
                                                                 "base.points")}
     bank = None
