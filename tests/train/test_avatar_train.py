@@ -136,3 +136,16 @@ def test_a_bank_over_its_budget_keeps_whole_seconds_and_large_base_frames_are_ma
     assert np.abs(crops_full.astype(float) - crops_small).mean() < 8  # the same face, a little softer
     frames = list(AvatarRenderer(small, seed=0).frames(full.base_motion[:6]))
     assert len(frames) == 6 and frames[0].shape == small.base[0].shape
+
+
+def test_avatar_info_says_what_the_file_holds(tiny_avatar, capsys):
+    assert main(["avatar", "info", str(tiny_avatar)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    av = load_avatar(tiny_avatar)
+    assert info["format"] == av.meta["version"] and info["crop_px"] == av.side and info["steps"] == [800, 400]
+    assert info["base"]["frames"] == len(av.base) == 25 and info["base"]["video"] == "talk.mp4"
+    assert info["bank"]["frames"] == len(av.bank["motion"]) and info["bank"]["stretches"] >= 1
+    assert info["videos"]["talk.mp4"]["kept"] == len(av.bank["motion"]) and info["file_mb"] > info["bank"]["mb"]
+    assert main(["avatar", "info", str(tiny_avatar.with_name("absent.avatar"))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such avatar file" in err[0]

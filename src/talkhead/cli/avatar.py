@@ -1,4 +1,5 @@
-"""``talkhead avatar train|reenact``: a person's own video as an avatar, and the self-reenactment test."""
+"""``talkhead avatar train|reenact|info``: a person's own video as an avatar, the self-reenactment test, and what
+an avatar file holds."""
 
 from __future__ import annotations
 
@@ -30,11 +31,19 @@ def _cmd_reenact(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}: {info['frames']} frames, {info['redrawn']} redrawn")
 
 
+def _cmd_info(args: argparse.Namespace) -> None:
+    import json
+
+    from talkhead.render.avatar import describe_avatar
+
+    print(json.dumps(describe_avatar(args.avatar), indent=1))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from talkhead.data.avatar import AvatarDataConfig
     from talkhead.train.avatar import AvatarTrainConfig
 
-    av = sub.add_parser("avatar", help="a person's own video as an avatar: train it, re-enact a video with it")
+    av = sub.add_parser("avatar", help="a person's own video as an avatar: train it, re-enact a video with it, inspect it")
     asub = av.add_subparsers(dest="avatar_command", required=True)
     t = asub.add_parser("train", help="learn a person's lips and teeth from 30 s - 5 min of their own video",
                         description="Resumes after a kill: run the same command again (its work folder is OUT.work).")
@@ -53,3 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=_cmd_reenact)
+    i = asub.add_parser("info", help="what an avatar file holds (JSON): base, mouth bank, videos, training time")
+    i.add_argument("avatar", help="NAME.avatar")
+    i.set_defaults(func=_cmd_info)

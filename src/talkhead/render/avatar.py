@@ -197,6 +197,27 @@ def load_avatar(path: str | Path) -> Avatar:
                   base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank)
 
 
+def describe_avatar(path: str | Path) -> dict:
+    """What an ``.avatar`` holds (``talkhead avatar info``): its engine, base, mouth bank, the videos it learnt
+    from (frames kept and lost) and the training's wall time."""
+    a, path = load_avatar(path), Path(path)
+    train = a.meta.get("train", {})
+    bank = None
+    if a.bank is not None:
+        n = len(a.bank["motion"])
+        size = a.bank["latent"].numel() * 2 + a.bank["motion"].nbytes + (a.bank["detail"][0].nbytes
+                                                                         if "detail" in a.bank else 0)
+        bank = {"frames": n, "seconds": round(n / 25, 1), "stretches": int(a.bank["ends"].sum()),
+                "mb": round(size / 1e6, 1)}
+    return {"file": path.name, "file_mb": round(path.stat().st_size / 1e6, 1), "format": a.meta["version"],
+            "crop_px": a.side, "engine": train.get("engine"), "steps": list(a.engine.timesteps),
+            "base": {"frames": len(a.base), "seconds": round(len(a.base) / 25, 1),
+                     "size": [int(a.base.shape[2]), int(a.base.shape[1])], "video": a.meta["base"]["video"],
+                     "video_frames": a.meta["base"]["frames"]},
+            "bank": bank, "videos": train.get("report", {}),
+            "train_min": round(train.get("wall_s", {}).get("total_s", 0.0) / 60, 1)}
+
+
 class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
