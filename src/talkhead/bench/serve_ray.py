@@ -24,12 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.bench.serve import SETTLE_S  # between levels: the last level's sessions are gone
 from talkhead.util import atomic_write
 
 TARGET_FPS, TARGET_P95_MS = 24.0, 60.0
 
-
-SETTLE_S = 2.0  # between levels: the last level's sessions are gone
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,14 @@ def _jpeg_bytes(images: list[np.ndarray], quality: int) -> list[np.ndarray]:
     return out
 
 
+def _pack(encoded: list[np.ndarray]) -> dict[str, torch.Tensor]:
+    return {"jpeg": torch.from_numpy(np.concatenate(encoded)),
+            "offsets": torch.tensor(np.cumsum([0] + [len(j) for j in encoded]), dtype=torch.int64)}
+
+
 def jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
     """Images as one byte tensor of JPEGs and their offsets (``unjpeg`` reads one back)."""
-    out = _jpeg_bytes(images, quality)
-    return {"jpeg": torch.from_numpy(np.concatenate(out)),
-            "offsets": torch.tensor(np.cumsum([0] + [len(j) for j in out]), dtype=torch.int64)}
+    return _pack(_jpeg_bytes(images, quality))
 
 
 def unjpeg(raw: np.ndarray, offsets: np.ndarray, i: int) -> np.ndarray:
@@ -75,24 +78,23 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
     ends = np.zeros(len(frames), np.uint8)
     ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    jpegs, norms = [], []
+    encoded, norms = [], []
     for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
         z = latent[i:i + 64].float()
         rec = engine.decode(z).astype(np.float32)
         detail = np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8)
-        jpegs += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
+        encoded += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
         norms.append(engine.norm_stats(z))
     norms = torch.cat(norms)
     fixed = latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1  # bytes of every frame but its JPEG
-    per_frame = np.array([len(j) for j in jpegs]) + fixed
+    per_frame = np.array([len(j) for j in encoded]) + fixed
     keep = np.arange(len(frames)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
     keep_t = torch.from_numpy(keep)
     kept_ends = ends[keep].astype(bool) | np.append(np.diff(keep) != 1, True)  # a stretch ends where a gap starts
+    detail = _pack([encoded[i] for i in keep])
     return {"bank.latent": latent[keep_t], "bank.motion": torch.from_numpy(motion[keep]),
-            "bank.ends": torch.from_numpy(kept_ends.astype(np.uint8)),
-            "bank.detail_jpeg": torch.from_numpy(np.concatenate([jpegs[i] for i in keep])),
-            "bank.detail_offsets": torch.tensor(np.cumsum([0] + [len(jpegs[i]) for i in keep]), dtype=torch.int64),
-            "bank.norms": norms[keep_t]}
+            "bank.ends": torch.from_numpy(kept_ends.astype(np.uint8)), "bank.detail_jpeg": detail["jpeg"],
+            "bank.detail_offsets": detail["offsets"], "bank.norms": norms[keep_t]}
 
 
 def keep_seconds(nbytes: np.ndarray, ends: np.ndarray, budget: float, second: int = 25) -> np.ndarray:
