@@ -6,3 +6,4 @@ talkhead bench real student-4-whisper --out docs/bench/real-student-4-whisper
 talkhead bench real student-2-whisper --out docs/bench/real-student-2-whisper
 talkhead bench real student-1-whisper --out docs/bench/real-student-1-whisper
 talkhead bench real student-consistency-whisper --out docs/bench/real-student-consistency-whisper
+talkhead bench real student-4-whisper-lips student-4-whisper --data corpus/synth --out docs/bench/real-student-4-whisper-lips  # corpus/synth: recipes/real_lips.sh

@@ -78,16 +78,33 @@ def test_a_malformed_line_and_a_faceless_photo_fail_alone(local_run):
                                                                                     "report.json"]
 
 
+def _dead_pid() -> int:
+    """A process number that no process has now."""
+    import os
+
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
 def test_a_rerun_skips_finished_jobs_without_starting_workers(local_run):
     _, out, d = local_run
     before = {n: (out / n).stat().st_mtime_ns for n in ("hello.mp4", "morning.mp4")}
-    (out / ".hello.mp4.123.abcd.part.mp4").write_bytes(b"half")  # what a killed run leaves behind
+    stale = out / f".hello.mp4.{_dead_pid()}.abcd1234.part.mp4"
+    stale.write_bytes(b"half")  # what a killed run leaves behind
+    (out / ".my.part.notes").write_bytes(b"the user's own")  # not ours: left alone
     (out / "broken.mp4").write_bytes(b"not a video")
     jobs = _write_jobs(d / "again.jsonl", GOOD)
     report = run_batch(jobs, out, BatchConfig(workers=2, progress=False))
     assert (report["ok"], report["skipped"], report["workers"], report["startup_s"]) == (0, 2, 0, None)
     assert {n: (out / n).stat().st_mtime_ns for n in before} == before
-    assert not (out / ".hello.mp4.123.abcd.part.mp4").exists()
+    assert not stale.exists() and (out / ".my.part.notes").read_bytes() == b"the user's own"
     assert not is_finished(out / "broken.mp4")  # a file under the name that is no video is not a finished job
 
 

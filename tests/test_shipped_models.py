@@ -27,6 +27,9 @@ def test_shipped_models_are_listed_and_small(capsys):
         assert "train" in meta or "distill" in meta
         if p.stem.startswith("student-") and p.stem.split("-")[1].isdigit():  # student-N[-front end]
             assert len(meta["sampling"]["timesteps"]) == int(p.stem.split("-")[1])
+        if p.stem.endswith("-lips"):  # learnt from real people: it names them and their clips (bench lips skips them)
+            assert len(meta["lips"]["people"]) >= 10 and len(meta["lips"]["clips"]) >= len(meta["lips"]["people"])
+            assert not any(c.startswith(("vexpress-", "psychopy-")) for c in meta["lips"]["clips"])  # measure only
     assert main(["models"]) == 0
     assert "teacher" in capsys.readouterr().out
 
@@ -82,6 +85,8 @@ PINNED = {  # (model, steps): jawOpen and pitch at frames 5, 75, 140, 200, 315 o
     ("teacher", 8): ([0.07368, -0.00503, 0.17842, 0.15656, 0.04755], [-0.00407, -0.07539, -0.11496, -0.04802, -0.03708]),
     ("teacher-whisper", 4): ([0.19259, -0.00484, 0.16455, 0.29805, 0.00341],
                              [-0.0552, -0.07618, -0.12548, -0.00065, -0.02397]),
+    ("student-4-whisper-lips", None): ([0.13855, 0.04418, 0.07897, 0.04581, -0.05731],
+                                       [-0.05382, -0.08412, -0.09866, 0.02968, -0.0615]),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import queue
 import secrets
 import threading
@@ -60,10 +61,29 @@ def atomic_write(path: str | Path, data: bytes) -> None:
             os.fsync(f.fileno())
 
 
+_PART = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.part(\.[^.]*)?$")  # what _create_beside names
+
+
 def clear_stale_parts(directory: str | Path) -> None:
-    """Remove temp files that a killed ``atomic_path`` write left behind; the files they replaced are intact."""
+    """Remove temp files that a killed ``atomic_path`` write left behind; the files they replaced are intact.
+    Only names that ``atomic_path`` makes, and only those whose process is gone: a user's own ``.x.part``
+    file, or one that a run still going is writing, is left alone."""
     for stale in Path(directory).glob(".*.part*"):
-        stale.unlink(missing_ok=True)
+        m = _PART.match(stale.name)
+        if m and not _alive(int(m.group(1))):
+            stale.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process has no write in flight where it clears (it clears before it writes)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def file_sha256(path: str | Path) -> str:

@@ -82,6 +82,11 @@ def test_bad_motion_files_are_input_errors(tmp_path: Path, motion: np.ndarray) -
             (tmp_path / name).write_bytes(content)
     np.save(tmp_path / "shape.npy", np.zeros((10, 52), np.float32))
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    nan = motion.copy()
+    nan[5, 3] = np.nan
+    np.save(tmp_path / "nan.npy", nan)
+    np.save(tmp_path / "inf.npy", np.full((4, 58), np.inf, np.float32))
+    np.save(tmp_path / "strings.npy", np.full((4, 58), "x"))
     save_motion(tmp_path / "short_row.csv", motion[:3])
     text = (tmp_path / "short_row.csv").read_text().splitlines()
     (tmp_path / "short_row.csv").write_text("\n".join(text[:2] + [text[2].rsplit(",", 5)[0]]) + "\n")
@@ -89,7 +94,8 @@ def test_bad_motion_files_are_input_errors(tmp_path: Path, motion: np.ndarray) -
     lines = (tmp_path / "word.csv").read_text().splitlines()
     lines[2] = "abc," + lines[2].split(",", 1)[1]
     (tmp_path / "word.csv").write_text("\n".join(lines) + "\n")
-    for name in list(cases) + ["shape.npy", "objects.npy", "short_row.csv", "word.csv"]:
+    for name in list(cases) + ["shape.npy", "objects.npy", "nan.npy", "inf.npy", "strings.npy", "short_row.csv",
+                               "word.csv"]:
         with pytest.raises(InputError):
             load_motion(tmp_path / name)
 

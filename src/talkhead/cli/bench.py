@@ -46,6 +46,20 @@ def _cmd_bench_avatar(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'avatar.json'}, avatar.png and avatar_sheet.png")
 
 
+def _cmd_bench_lips(args: argparse.Namespace) -> None:
+    from talkhead.bench.lips import LipsBenchConfig, run_lips_bench
+
+    split = lambda text: tuple(w for w in (text or "").split(",") if w)  # noqa: E731
+    cfg = LipsBenchConfig(models=split(args.models), fold_names=split(args.fold_names), fold_model=args.fold_model,
+                          folds=args.folds, render=split(args.render), max_lag=args.max_lag)
+    if not 0 <= cfg.max_lag <= 25:
+        raise InputError(f"--max-lag must be 0..25 frames, got {cfg.max_lag}")
+    result = run_lips_bench(args.videos, args.out, cfg, args.people, args.corpus, progress=not args.quiet)
+    for name, s in sorted(result["summary"].items(), key=lambda kv: -kv[1]["mean"]):
+        print(f"{name:45s} mean r {s['mean']:.3f}  lowest {s['min']:.3f}  ({len(s['people'])} people)")
+    print(f"wrote {Path(args.out) / 'lips.json'}, lips.png and lips_sheet.png")
+
+
 def _cmd_bench_compare(args: argparse.Namespace) -> None:
     from talkhead.bench.compare import CompareConfig, parse_entry, run_compare
 
@@ -316,6 +330,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     av.add_argument("--threads", type=int, default=2)
     av.add_argument("--quiet", action="store_true")
     av.set_defaults(func=_cmd_bench_avatar)
+    lp = bsub.add_parser("lips", help="speech-driven lips against people filmed talking (held-out people), beside "
+                                      "the capture ceiling and loudness")
+    lp.add_argument("--videos", nargs="+", default=["../shared/data/talking"], help="real talking videos or folders")
+    lp.add_argument("--out", required=True, help="folder: lips.json, lips.png, lips_sheet.png (and corpus/)")
+    lp.add_argument("--corpus", default=None, help="the `data talking` corpus to use or make (default OUT/corpus)")
+    lp.add_argument("--people", default=None, help="who is who (recipes/talking_people.json)")
+    lp.add_argument("--models", default="student-4-whisper,student-1-whisper,student-1-whisper-live,teacher-whisper",
+                    help="models scored on every person they never learnt from (comma-separated)")
+    lp.add_argument("--folds", default=None, help="JSON {\"folds\": [[person, ...], ...]} (recipes/lips_folds.json)")
+    lp.add_argument("--fold-names", default="", help="models trained once per fold (comma-separated names)")
+    lp.add_argument("--fold-model", default="runs/lips/fold{fold}/{name}.safetensors",
+                    help="where fold {fold}'s model {name} is")
+    lp.add_argument("--render", default="", help="also measure on re-detected warp frames: 'capture' and/or model names")
+    lp.add_argument("--max-lag", type=int, default=8, help="lag searched, frames each way (default 8)")
+    lp.add_argument("--quiet", action="store_true")
+    lp.set_defaults(func=_cmd_bench_lips)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)
     r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")

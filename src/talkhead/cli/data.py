@@ -101,6 +101,26 @@ def _cmd_data_video(args: argparse.Namespace) -> None:
         print(f"  skipped {s['why']}")
 
 
+def _cmd_data_talking(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from talkhead.data.talking import TalkingConfig, ingest, load_people
+
+    people, measure_only = load_people(args.people)
+    if not 0 <= args.max_offset <= 25:
+        raise InputError(f"--max-offset must be 0..25 frames, got {args.max_offset}")
+    cfg = TalkingConfig(max_offset=args.max_offset, occlusion=not args.no_occlusion)
+    bar = tqdm(total=None, unit="video", desc="videos", disable=args.quiet)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    report = ingest(args.videos, args.out, cfg, people, measure_only, say=tqdm.write, progress=progress)
+    bar.close()
+    print(f"{args.out}: {len(report['kept'])} videos kept, {len(report['skipped'])} skipped (see report.json)")
+
+
 def _cmd_data_faces(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
@@ -160,6 +180,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     dv.add_argument("--out", required=True, help="crops folder (the format of `data faces`)")
     dv.add_argument("--quiet", action="store_true")
     dv.set_defaults(func=_cmd_data_video)
+    dt = dsub.add_parser("talking", help="people filmed talking -> motion corpus clips with their real lips "
+                                         "(captured motion, speech, audio/video offset, frames where lips are seen)")
+    dt.add_argument("videos", nargs="+", help="videos or folders of them; speech from the file or a .wav beside it")
+    dt.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
+    dt.add_argument("--people", default=None, help="JSON: {\"people\": {file stem: person}, \"measure_only\": "
+                                                  "[file-name prefixes never learnt from]} (default: a person per file)")
+    dt.add_argument("--max-offset", type=int, default=8, help="audio/video offset searched, frames each way (default 8)")
+    dt.add_argument("--no-occlusion", action="store_true", help="do not look for a covered mouth (faster)")
+    dt.add_argument("--quiet", action="store_true", help="no progress bar")
+    dt.set_defaults(func=_cmd_data_talking)
     df = dsub.add_parser("faces", help="aligned face crops: photos driven through a corpus's motion (latent engine data)")
     df.add_argument("photos", nargs="+", help="face photos, one identity each")
     df.add_argument("--corpus", required=True, help="motion corpus (talkhead data synth / data align)")

@@ -59,10 +59,15 @@ def _register_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--heads", type=int, help="attention heads (default: DenoiserConfig's, 4)")
     t.add_argument("--audio-kernel", type=int, help="frames each audio convolution sees, odd (default: 5)")
     add_config_flags(t, TrainConfig)
-    t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
-    t.add_argument("--quiet", action="store_true")
+    _add_run_flags(t, "continue the run in --out where it stopped")
     t.set_defaults(func=_cmd_train)
+
+
+def _add_run_flags(p: argparse.ArgumentParser, resume_help: str) -> None:
+    """The flags every training command ends with: threads, resume, quiet."""
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--resume", action="store_true", help=resume_help)
+    p.add_argument("--quiet", action="store_true")
 
 
 def _register_distill(sub: argparse._SubParsersAction) -> None:
@@ -80,6 +85,7 @@ def _register_distill(sub: argparse._SubParsersAction) -> None:
         m.add_argument("--quiet", action="store_true")
         m.set_defaults(func=_cmd_distill)
     _register_live(msub)
+    _register_lips(msub)
 
 
 def _cmd_live(args: argparse.Namespace) -> None:
@@ -99,10 +105,33 @@ def _register_live(msub: argparse._SubParsersAction) -> None:
     m.add_argument("--data", required=True, help="corpus directory (its training clips)")
     m.add_argument("--out", required=True, help="the live student's .safetensors (a rerun with --resume continues)")
     add_config_flags(m, LiveConfig)
-    m.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    m.add_argument("--resume", action="store_true", help="continue the run that wrote --out's state file")
-    m.add_argument("--quiet", action="store_true")
+    _add_run_flags(m, "continue the run that wrote --out's state file")
     m.set_defaults(func=_cmd_live)
+
+
+def _cmd_lips(args: argparse.Namespace) -> None:
+    from talkhead.train.lips import LipsConfig, finetune_lips
+
+    set_threads(args.threads)
+    cfg = config_from_args(LipsConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
+    if cfg.iters < 1 or cfg.batch < 1 or cfg.lr <= 0:
+        raise InputError("--iters and --batch must be at least 1, --lr positive")
+    report = finetune_lips(args.init, args.real, args.out, cfg, args.data, resume=args.resume, progress=not args.quiet)
+    print(f"wrote {report['out']} ({report['steps']} steps, learnt from {len(report['people'])} people: "
+          f"{', '.join(report['people'])})")
+
+
+def _register_lips(msub: argparse._SubParsersAction) -> None:
+    from talkhead.train.lips import LipsConfig
+
+    m = msub.add_parser("lips", help="fine-tune a motion model's lips on people filmed talking (talkhead data talking)")
+    m.add_argument("--init", default="student-4-whisper", help="the model to start from (name or path)")
+    m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
+    m.add_argument("--data", default=None, help="a synthetic corpus that holds the rest of the face (optional)")
+    m.add_argument("--out", required=True, help="the model's .safetensors (a rerun with --resume continues)")
+    add_config_flags(m, LipsConfig)
+    _add_run_flags(m, "continue the run that wrote --out's state file")
+    m.set_defaults(func=_cmd_lips)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -123,8 +123,11 @@ class WindowSampler:
     """Random normalised training windows: motion x0, audio, reference, tail."""
 
     def __init__(self, clips: Clips, norm: Normalizer, window: int = 80, tail: int = 10,
-                 tail_prob: float = 0.7, tail_noise: float = 0.05) -> None:
+                 tail_prob: float = 0.7, tail_noise: float = 0.05, masks: list[Tensor] | None = None) -> None:
         self.window, self.tail, self.tail_prob, self.tail_noise = window, tail, tail_prob, tail_noise
+        # Optional per-frame weights [T] of each clip (real video: 0 where the lips are not seen): then each
+        # batch has "mask" [B, W] too, 0 past a clip's end, and "clip" [B], which clip each window is from.
+        self.masks = masks
         self.motion = [norm.motion(m) for m in clips.motion]
         # Each clip's audio as heard clean or through one of its augmented channels, picked per window.
         self.audio = [[norm.audio(a) for a in [clean, *extra]]
@@ -149,7 +152,7 @@ class WindowSampler:
     def sample(self, batch: int, generator: torch.Generator) -> dict[str, Tensor]:
         """A batch of windows: x0 [B,W,D], audio [B,W,A], ref [B,D], tail [B,L,D], has_tail [B]."""
         ks = torch.multinomial(self.weights, batch, replacement=True, generator=generator).tolist()
-        xs, auds, refs = [], [], []
+        xs, auds, refs, masks = [], [], [], []
         for k in ks:
             hi = max(len(self.motion[k]) - self.window // 2, 1)
             start = int(torch.randint(0, hi, (1,), generator=generator))
@@ -158,10 +161,16 @@ class WindowSampler:
             xs.append(mw)
             auds.append(aw)
             refs.append(self.motion[k][0])
+            if self.masks is not None:
+                mk = self.masks[k][start : start + self.window].float()
+                masks.append(torch.cat([mk, torch.zeros(self.window - len(mk))]))
         x0 = torch.stack(xs)
         tail = x0[:, : self.tail] + self.tail_noise * torch.randn(batch, self.tail, x0.shape[-1], generator=generator)
         has_tail = torch.rand(batch, generator=generator) < self.tail_prob
-        return {"x0": x0, "audio": torch.stack(auds), "ref": torch.stack(refs), "tail": tail, "has_tail": has_tail}
+        out = {"x0": x0, "audio": torch.stack(auds), "ref": torch.stack(refs), "tail": tail, "has_tail": has_tail}
+        if self.masks is not None:
+            out["mask"], out["clip"] = torch.stack(masks), torch.tensor(ks)
+        return out
 
 
 def warp_audio(audio: Tensor, norm: Normalizer, features: FeatureConfig, max_warp: float,

@@ -243,6 +243,6 @@ def load(name_or_path: str | Path) -> MotionModel:
     model = MotionModel(Denoiser(net, dataclass_from(NoiseSchedule, meta["schedule"])),
                         dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
                         sampling=meta.get("sampling", {}),
-                        meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill", "averaged", "live", "live_train")})
+                        meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill", "averaged", "live", "live_train", "lips")})
     model.denoiser.eval()
     return model

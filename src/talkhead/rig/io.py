@@ -53,12 +53,16 @@ def load_motion(path: str | Path) -> np.ndarray:
     if path.suffix not in (".npy", ".csv"):
         raise InputError(f"motion file must end in .csv or .npy: {path}")
     if path.suffix == ".npy":
-        try:
-            m = np.load(path).astype(np.float32)
+        try:  # mapped, not read: the shape is checked before anything the size of the file is allocated
+            raw = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{path}: not a motion .npy ({e})") from None
-        if m.ndim != 2 or m.shape[1] != SPEC.dim:
-            raise InputError(f"{path}: expected [T, {SPEC.dim}] motion, got {list(m.shape)}")
+        if raw.ndim != 2 or raw.shape[1] != SPEC.dim or raw.dtype.kind not in "fiu":
+            raise InputError(f"{path}: expected [T, {SPEC.dim}] numbers, got {list(raw.shape)} of {raw.dtype}")
+        m = np.asarray(raw, np.float32)
+        if not np.isfinite(m).all():  # a NaN would render as a grey block
+            bad = int(np.flatnonzero(~np.isfinite(m).all(1))[0])
+            raise InputError(f"{path}: motion is not finite (NaN or inf) from frame {bad}")
         return m
     return _load_csv(path)
 
