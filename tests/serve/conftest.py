@@ -10,7 +10,9 @@ def server():
     from talkhead.serve.app import ServeConfig, serve_in_thread
     from talkhead.serve.webrtc import WebRtcConfig
 
-    # A peer that never connects is freed after 3 s (15 s by default), so the WebRTC test of it is short.
-    srv, address = serve_in_thread(ServeConfig(max_sessions=2, size=128, webrtc=WebRtcConfig(ice_timeout_s=3.0)))
+    # A peer that never connects is freed after 3 s (15 s by default), and a socket that never starts after 3 s
+    # (10 s), so the tests of them are short.
+    srv, address = serve_in_thread(ServeConfig(max_sessions=2, size=128, start_timeout=3.0,
+                                               webrtc=WebRtcConfig(ice_timeout_s=3.0)))
     yield address
     srv.should_exit = True

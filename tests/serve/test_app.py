@@ -135,6 +135,10 @@ def test_malformed_messages_get_errors_and_the_server_keeps_serving(server):
         ws = await websockets.connect(f"ws://{server}/v1/stream")
         await ws.send(b"\x00\x01")  # binary before start
         assert json.loads(await ws.recv())["type"] == "error"
+        for seed in (2**40, -1):  # numpy would refuse it later, in the producer: refused here, the socket goes on
+            await ws.send(json.dumps({"type": "start", "seed": seed}))
+            msg = json.loads(await ws.recv())
+            assert msg["type"] == "error" and "'seed'" in msg["message"], msg
         await ws.send(json.dumps({"type": "start"}))
         assert json.loads(await ws.recv())["type"] == "ready"
         bad = ["{", "[]", "null", '{"type": "dance"}', '{"type": "say"}', '{"type": "say", "text": 5}',
@@ -152,6 +156,23 @@ def test_malformed_messages_get_errors_and_the_server_keeps_serving(server):
         ws2, ready = await _open(server)  # a new session is served as before
         assert ready["type"] == "ready" and len(_video(await _collect(ws2, 0.6))) >= 10
         await ws2.close()
+
+    asyncio.run(go())
+
+
+def test_sockets_that_never_start_are_closed_and_free_their_slot(server):
+    async def go():
+        idle = [await websockets.connect(f"ws://{server}/v1/stream") for _ in range(2)]  # the server's 2 slots
+        t0 = time.perf_counter()
+        for ws in idle:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), 6))
+            assert msg["type"] == "error" and "no 'start' within 3 s" in msg["message"]
+            await asyncio.wait_for(ws.wait_closed(), 2)
+            assert ws.close_code == 1008
+        assert 2.5 < time.perf_counter() - t0 < 5
+        ws, ready = await _open(server)  # the slots are free again
+        assert ready["type"] == "ready"
+        await ws.close()
 
     asyncio.run(go())
 
@@ -212,6 +233,9 @@ def test_an_offline_video_comes_back_as_an_mp4(server, tmp_path):
     p = probe(tmp_path / "v.mp4")
     assert (p["video_codec"], p["audio_codec"], p["width"]) == ("h264", "aac", 128)
     assert _post(server, "/v1/videos", b'{"text": ""}')[0] == 400
+    for bad in ("../../etc/passwd", "0123456789abcdeg", 7, "0" * 64):  # ids pass one check before any path is made
+        status, body = _post(server, "/v1/videos", json.dumps({"text": "Hi.", "avatar": bad}).encode())
+        assert status == 400 and b"16 hex digits" in body, (bad, status, body)
 
 
 def test_a_client_that_vanishes_mid_speech_leaves_the_server_serving(server):

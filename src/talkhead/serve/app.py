@@ -31,6 +31,7 @@ class ServeConfig:
     """Limits and defaults of a server."""
 
     max_sessions: int = 4
+    start_timeout: float = 10.0  # a socket that has not sent 'start' by then is closed: it holds a session's slot
     model: str | None = "student-1-whisper"  # the fastest shipped model; its lip sync matches the teacher's
     # Client audio's motion (a voice agent's TTS streaming in): the live student, first frame 4 frames after its
     # audio (talkhead.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
@@ -218,9 +219,16 @@ class _WsSink:
 async def _run_ws(ws: WebSocket, cfg: ServeConfig, avatars: Avatars, model, replica: str | None = None) -> None:
     """Messages from one WebSocket into its ``Connection`` until it disconnects or sends ``end``."""
     conn = Connection(_WsSink(ws, cfg.jpeg_quality), cfg, avatars, model, replica)
+    deadline = asyncio.get_running_loop().time() + cfg.start_timeout
     try:
         while not conn.ended:
-            msg = await ws.receive()
+            wait = None if conn.session is not None else deadline - asyncio.get_running_loop().time()
+            try:
+                msg = await asyncio.wait_for(ws.receive(), wait)
+            except asyncio.TimeoutError:
+                await ws.send_json({"type": "error", "message": f"no 'start' within {cfg.start_timeout:g} s"})
+                await ws.close(code=1008)
+                return
             if msg["type"] == "websocket.disconnect":
                 return
             await conn.handle(msg.get("text"), msg.get("bytes"))

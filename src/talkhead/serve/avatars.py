@@ -104,12 +104,22 @@ class Avatars:
         from talkhead.render.face import default_photo
 
         if photo is None:
+            aid = avatar_id(aid)  # every client's id (WebSocket, WebRTC, /v1/videos) passes here first
             if aid is not None and aid not in self.photos and not self._load(aid):
                 raise InputError(f"unknown avatar {aid!r}")
             photo = self.photos[aid] if aid is not None else default_photo()
         if isinstance(photo, Avatar):  # a person's own frames: each session draws on its own copy of the loop
             return AvatarRenderer(photo, seed=0, window=True)  # live: the mask's window only (1.8x faster)
         return make_renderer("warp", photo, self.cfg.size, photo_name=aid or "astronaut")
+
+
+def avatar_id(value) -> str | None:
+    """A client's avatar id, checked: 16 hex digits (never a path)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) != 16 or any(c not in "0123456789abcdef" for c in value):
+        raise InputError("an avatar id is the 16 hex digits POST /v1/avatars returned")
+    return value
 
 
 def _check_id(aid: str, expect: str | None) -> None:
