@@ -200,6 +200,35 @@ def _post(server, path, body: bytes):
         return e.code, e.read()
 
 
+def test_bodies_over_the_limit_are_413_before_they_are_read_whole(server):
+    import http.client
+
+    host, port = server.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)  # an avatar upload that says it is 1 GB
+    conn.putrequest("POST", "/v1/avatars")
+    conn.putheader("Content-Length", str(1 << 30))
+    conn.endheaders()
+    conn.send(b"x" * 1000)
+    r = conn.getresponse()
+    assert r.status == 413 and b"over" in r.read()
+    conn.close()
+
+    def chunks():  # no length given: refused once the bytes read pass the 1 MB limit
+        for _ in range(40):
+            yield b" " * (64 << 10)
+
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("POST", "/v1/videos", body=chunks(), encode_chunked=True)
+        status = conn.getresponse().status
+    except (BrokenPipeError, ConnectionResetError):  # the server may answer and close while chunks still go out
+        status = 413
+    assert status == 413
+    conn.close()
+    status, _ = _post(server, "/v1/videos", json.dumps({"text": "Still here."}).encode())
+    assert status == 200
+
+
 def test_avatars_register_once_and_switch_without_a_gap(server):
     import importlib.util
 

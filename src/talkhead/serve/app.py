@@ -163,12 +163,20 @@ def _warm_up(model) -> None:
 
 
 async def _body(request: Request, limit: int) -> bytes:
-    data = b""
+    """The request's body, at most ``limit`` bytes: a larger one is a 413, from its Content-Length before any
+    of it is read, or as soon as the bytes read pass the limit."""
+    from fastapi import HTTPException
+
+    too_large = HTTPException(413, f"request over {limit >> 20} MB")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    data = bytearray()
     async for chunk in request.stream():
         data += chunk
         if len(data) > limit:
-            raise InputError(f"request over {limit >> 20} MB")
-    return data
+            raise too_large
+    return bytes(data)
 
 
 def _video(job: dict, avatars: Avatars, model, cfg: ServeConfig) -> bytes:
