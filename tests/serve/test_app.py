@@ -229,6 +229,33 @@ def test_bodies_over_the_limit_are_413_before_they_are_read_whole(server):
     assert status == 200
 
 
+def test_video_jobs_beyond_the_queue_get_429_and_live_sessions_keep_their_frames(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(_):
+        req = urllib.request.Request(f"http://{server}/v1/videos", method="POST",
+                                     data=json.dumps({"text": "A longer video, made while others wait."}).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.status, None
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Retry-After")
+
+    async def live():
+        ws, _ = await _open(server)
+        msgs = await _collect(ws, 2.0)
+        await ws.close()
+        return len(_video(msgs))
+
+    with ThreadPoolExecutor(4) as pool:  # one drawn, one waiting (the test server's queue), two turned away
+        jobs = pool.map(job, range(4))
+        frames = asyncio.run(live())
+        got = sorted(jobs)
+    assert [s for s, _ in got] == [200, 200, 429, 429], got
+    assert all(int(after) >= 1 for s, after in got if s == 429)
+    assert frames >= 35  # 2 s of a live session (50 frames at 25 fps) while the jobs ran; the clock goes on
+
+
 def test_avatars_register_once_and_switch_without_a_gap(server):
     import importlib.util
 

@@ -49,6 +49,9 @@ class ServeConfig:
     # (None: uploads kept in memory only); serve.avatar_store
     max_stored_avatars: int = 1024  # avatars kept in the store, least recently used removed first
     max_stored_bytes: int = 4 << 30  # bytes kept in the store in all, the same way
+    # POST /v1/videos: one job drawn at a time on a worker of its own (not the threads the live sessions use), and
+    # at most this many waiting; past that a 429 with Retry-After.
+    video_queue: int = 4
     webrtc: WebRtcConfig = WebRtcConfig()
     # torch's CPU threads in this process (None: as they are). The sessions are the parallelism: each draws in
     # its own thread, and with 2 intra-op threads each they oversubscribe the cores (2 cores, 4 sessions
@@ -93,13 +96,20 @@ def create_app(cfg: ServeConfig = ServeConfig(), replica: str | None = None) -> 
             return JSONResponse({"error": str(e)}, status_code=400)
         return {"avatar": aid}
 
+    videos = _VideoQueue(cfg.video_queue)
+
     @app.post("/v1/videos")
     async def make_video(request: Request):
+        if not videos.enter():
+            return JSONResponse({"error": f"{videos.limit} videos are waiting; try again later"}, status_code=429,
+                                headers={"Retry-After": str(videos.retry_after())})
         try:
             job = json.loads(await _body(request, cfg.max_message))
-            mp4 = await asyncio.to_thread(_video, job, avatars, model, cfg)
+            mp4 = await videos.run(_video, job, avatars, model, cfg)
         except (InputError, ValueError, TypeError) as e:
             return JSONResponse({"error": str(e)}, status_code=400)
+        finally:
+            videos.leave()
         return Response(mp4, media_type="video/mp4")
 
     rtc = WebRtc(cfg.webrtc, live, cfg.max_sessions, lambda sink: Connection(sink, cfg, avatars, model, replica))
@@ -160,6 +170,43 @@ def _warm_up(model) -> None:
     from talkhead.pipeline import MotionConfig, motion_from_audio
 
     motion_from_audio(model, synthesize("Ready.", "us-female").wav, MotionConfig())
+
+
+class _VideoQueue:
+    """Offline jobs on one worker thread of their own, at most ``limit`` waiting beside the one being drawn.
+    A request takes its place before its body is read, so a burst cannot all pass the check at once."""
+
+    def __init__(self, limit: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.limit, self.pending, self.last_s = limit, 0, 5.0
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="talkhead-videos")
+
+    def enter(self) -> bool:
+        """Take a place (False: none is free; the caller answers 429)."""
+        if self.pending > self.limit:  # the one being drawn and ``limit`` waiting
+            return False
+        self.pending += 1
+        return True
+
+    def leave(self) -> None:
+        self.pending -= 1
+
+    def retry_after(self) -> int:
+        """Seconds until a place is likely free: the jobs ahead at the last job's duration."""
+        return max(1, round(self.pending * self.last_s))
+
+    async def run(self, fn, *args):
+        def timed():
+            import time
+
+            t0 = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                self.last_s = time.perf_counter() - t0
+
+        return await asyncio.get_running_loop().run_in_executor(self.pool, timed)
 
 
 async def _body(request: Request, limit: int) -> bytes:
