@@ -151,3 +151,30 @@ def test_no_face_or_not_a_video_is_one_line_and_exit_2(tmp_path, capsys, talk):
 def _run_err(argv, capsys) -> str:
     assert main(argv + ["--quiet"]) == 2
     return capsys.readouterr().err
+
+
+def test_frames_hours_apart_are_refused_at_once(tmp_path, capsys):
+    """Two frames ten hours apart would be ten hours of repeated frames: a named error within a second instead."""
+    import fractions
+    import time
+
+    import av
+
+    path = tmp_path / "gap.mp4"
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=25)
+        s.width = s.height = 64
+        s.pix_fmt = "yuv420p"
+        s.codec_context.time_base = fractions.Fraction(1, 25)
+        for k, pts in enumerate([0, 25 * 36_000]):
+            f = av.VideoFrame.from_ndarray(np.full((64, 64, 3), 100 * k, np.uint8), format="rgb24")
+            f.pts, f.time_base = pts, fractions.Fraction(1, 25)
+            for p in s.encode(f):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    t0 = time.perf_counter()
+    assert main(["motion", "--from-video", str(path), "-o", str(tmp_path / "m.csv"), "--quiet"]) == 2
+    assert time.perf_counter() - t0 < 10
+    err = capsys.readouterr().err
+    assert "runs past 3600 s" in err and "Traceback" not in err

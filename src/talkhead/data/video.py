@@ -40,11 +40,15 @@ class VideoConfig:
     reg: float = 1e-3  # L2 pull of the blendshapes toward 0, against fitting landmark noise
 
 
-def iter_frames(path: str | Path, fps: int = 25) -> Iterator[np.ndarray]:
+MAX_SECONDS = 3600.0  # a video's frames are read up to an hour: past it, a named error, not hours of filling
+
+
+def iter_frames(path: str | Path, fps: int = 25, max_seconds: float = MAX_SECONDS) -> Iterator[np.ndarray]:
     """The video's frames resampled to ``fps`` (each time takes the nearest earlier frame), uint8 [H, W, 3]
     one at a time, so a long video is never held whole, and upright (a display rotation applied). Any
     container and frame rate PyAV decodes; the audio is not looked at. A missing, corrupt or frameless
-    file is an InputError naming it."""
+    file, or one whose frame times run past ``max_seconds`` (a few frames hours apart would otherwise be
+    repeated for hours), is an InputError naming it."""
     import av
 
     path = Path(path)
@@ -57,6 +61,9 @@ def iter_frames(path: str | Path, fps: int = 25) -> Iterator[np.ndarray]:
                 raise InputError(f"{path.name} has no video track")
             for f in c.decode(video=0):
                 t = float(f.time or 0.0)
+                if t > max_seconds:
+                    raise InputError(f"{path.name} runs past {max_seconds:g} s (a frame at {t:.0f} s): "
+                                     "cut it shorter")
                 while prev is not None and k * step < t - 1e-6:  # times before this frame show the previous one
                     yield prev
                     k += 1
