@@ -115,7 +115,7 @@ def run_lips_bench(videos: list[str | Path], out: str | Path, cfg: LipsBenchConf
     from tqdm import tqdm
 
     from talkhead.data.corpus import load_manifest
-    from talkhead.data.talking import ingest, load_people
+    from talkhead.data.talking import ingest, load_people, video_files
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -123,7 +123,7 @@ def run_lips_bench(videos: list[str | Path], out: str | Path, cfg: LipsBenchConf
     people, measure_only = load_people(people_file)
     ingest(videos, corpus, people=people, measure_only=measure_only, say=lambda m: tqdm.write(m))
     rows = load_manifest(corpus)
-    paths = {p.name: p for p in _files(videos)}
+    paths = {p.name: p for p in video_files(videos)}
     for r in rows:
         r["path"] = paths.get(r["file"])
     folds = load_folds(cfg.folds)
@@ -147,12 +147,6 @@ def run_lips_bench(videos: list[str | Path], out: str | Path, cfg: LipsBenchConf
     plot_summary(result, out / "lips.png")
     sheet(corpus, rows, out / "lips_sheet.png", shipped.get(cfg.models[0]) if cfg.models else None)
     return result
-
-
-def _files(videos: list[str | Path]) -> list[Path]:
-    from talkhead.data.talking import _video_files
-
-    return _video_files(videos)
 
 
 def summarise(clips: list[dict]) -> dict:

@@ -179,7 +179,7 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
     ``measure_only``: file-name prefixes whose clips are marked split "measure" (never trained on)."""
     from talkhead.motion.model import load
 
-    paths = _video_files(videos)
+    paths = video_files(videos)
     out = Path(out)
     (out / "shards").mkdir(parents=True, exist_ok=True)
     clear_stale_parts(out / "shards")
@@ -238,7 +238,8 @@ def align_offsets(out: Path, rows: list[dict]) -> None:
         shutil.rmtree(out / "cache", ignore_errors=True)  # features of the audio as it was shifted before
 
 
-def _video_files(videos: list[str | Path]) -> list[Path]:
+def video_files(videos: list[str | Path]) -> list[Path]:
+    """The videos given, folders read for their video files (sorted); none, or a missing one, is an InputError."""
     from talkhead.data.video import VIDEO_SUFFIXES
 
     paths: list[Path] = []
