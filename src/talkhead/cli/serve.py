@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from talkhead.errors import InputError
@@ -12,6 +13,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from talkhead.serve.app import ServeConfig, create_app
+    from talkhead.serve.guard import LOOPBACK, GuardConfig
     from talkhead.serve.webrtc import WebRtcConfig
 
     if not 1 <= args.max_sessions <= 64:
@@ -20,10 +22,10 @@ def _cmd_serve(args: argparse.Namespace) -> None:
         raise InputError(f"--threads must be >= 0, got {args.threads}")
     if not 1 <= args.port <= 65535:
         raise InputError(f"--port must be 1..65535, got {args.port}")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"talkhead: warning: serving on {args.host}, not loopback: anyone who reaches it can use it",
-              file=sys.stderr)
-    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    guard = GuardConfig(host=args.host, allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin),
+                        token=args.token or os.environ.get("TALKHEAD_TOKEN") or None)
+    guard.check()  # beyond loopback without a token: refused here, before anything loads
+    loopback = args.host in LOOPBACK
     for url in args.ice_server:
         if not url.startswith(("stun:", "turn:", "turns:")) or len(url) > 256:
             raise InputError(f"--ice-server takes a stun:, turn: or turns: URL, got {url[:64]!r}")
@@ -32,7 +34,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
                        ice_credential=args.ice_credential, ice_hosts=("127.0.0.1",) if loopback else None)
     live = None if args.live_model in ("none", "") else args.live_model
     cfg = ServeConfig(max_sessions=args.max_sessions, model=args.model, size=args.size, webrtc=rtc,
-                      avatar_store=args.avatar_store, live_model=live, threads=args.threads or None)
+                      avatar_store=args.avatar_store, live_model=live, threads=args.threads or None, guard=guard)
     if args.ray is not None:
         _serve_on_ray(args, cfg)
         return
@@ -65,6 +67,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("serve", help="a live talking face over WebSocket, with a browser page at /")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--token", default=None,
+                   help="clients send 'Authorization: Bearer TOKEN' (or ?token=TOKEN) on every /v1/ request; required "
+                        "beyond loopback (default: $TALKHEAD_TOKEN, else none on loopback)")
+    s.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                   help="a web page origin (http://host:port) allowed to use the server besides its own page "
+                        "(repeatable; '*' any); other pages get 403")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a name the server is reached by besides loopback and --host (a proxy's, a LAN name; "
+                        "repeatable); other Host headers get 403 (DNS rebinding)")
     s.add_argument("--max-sessions", type=int, default=4, help="live sessions at once; more get an error")
     s.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: each session draws in a thread of its own; 0: torch's default)")

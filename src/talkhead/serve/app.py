@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from talkhead.errors import InputError
 from talkhead.serve.avatars import Avatars
 from talkhead.serve.connection import Connection
+from talkhead.serve.guard import Guard, GuardConfig
 from talkhead.serve.webrtc import ServerFull, WebRtc, WebRtcConfig
 
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +54,7 @@ class ServeConfig:
     # at most this many waiting; past that a 429 with Retry-After.
     video_queue: int = 4
     webrtc: WebRtcConfig = WebRtcConfig()
+    guard: GuardConfig = GuardConfig()  # Host, Origin and token checks on every request (serve.guard)
     # torch's CPU threads in this process (None: as they are). The sessions are the parallelism: each draws in
     # its own thread, and with 2 intra-op threads each they oversubscribe the cores (2 cores, 4 sessions
     # speaking: 21.0 against 23.6 new frames/s; one session's say 70 against 57 ms). `talkhead serve` sets 1.
@@ -80,6 +82,7 @@ def create_app(cfg: ServeConfig = ServeConfig(), replica: str | None = None) -> 
 
         torch.set_num_threads(cfg.threads)
     app = FastAPI(title="talkhead", version="1")
+    app.add_middleware(Guard, cfg=cfg.guard)
     avatars, live = Avatars(cfg), {"sessions": 0}
     model = _Models(cfg.model, load_model, cfg.live_model)  # loads and runs the default model once, before any session
 

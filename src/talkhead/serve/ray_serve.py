@@ -33,6 +33,7 @@ from ray.serve.config import RequestRouterConfig
 
 from talkhead.errors import InputError
 from talkhead.serve.app import ServeConfig, create_app
+from talkhead.serve.guard import GuardConfig
 from talkhead.serve.ray_router import SessionRouter
 
 APP = "talkhead"
@@ -173,8 +174,13 @@ def app_builder(args: dict):
     """For a Serve config file: ``import_path: talkhead.serve.ray_serve:app_builder`` with ``args`` of
     ServeConfig fields (max_sessions, model, size, avatar_store, ...) and the replicas (replicas, or
     min_replicas/max_replicas). The cluster's Serve config sets the proxy's host and port."""
+    import os
+
     rc, cfg = configs_from_args(args or {})
-    return application(rc, with_store(cfg, cfg.avatar_store))
+    # The cluster's proxy decides the address and names, so the Host check cannot know them; pages of other
+    # origins are still refused, and TALKHEAD_TOKEN (set on the cluster) is required when it is set.
+    guard = GuardConfig(host="0.0.0.0", token=os.environ.get("TALKHEAD_TOKEN") or None)
+    return application(rc, with_store(dataclasses.replace(cfg, guard=guard), cfg.avatar_store))
 
 
 def _port_free(host: str, port: int) -> None:
