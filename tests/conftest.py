@@ -189,3 +189,43 @@ def tiny_avatar(talking_video, tmp_path_factory):
     out = tmp_path_factory.mktemp("avatar") / "astronaut.avatar"
     train_avatar([talking_video[0]], out, tiny_avatar_config(), progress=False, log=lambda *a: None)
     return out
+
+
+def _write_video(path, frames, rate=25, codec="libx264", pix_fmt="yuv420p", rotation=0):
+    """Frames as a video with no audio track; ``rotation``: shown turned so far counter-clockwise."""
+    import av
+
+    with av.open(str(path), "w") as c:
+        s = c.add_stream(codec, rate=rate)
+        s.width, s.height, s.pix_fmt = frames.shape[2], frames.shape[1], pix_fmt
+        if rotation:
+            s.set_display_rotation(rotation)
+        if codec == "libx264":
+            s.options = {"crf": "18"}
+        for f in frames:
+            for p in s.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    return path
+
+
+@pytest.fixture
+def write_video():
+    """``write_video(path, frames [T, H, W, 3], rate=25, codec="libx264", pix_fmt="yuv420p", rotation=0)``: frames
+    as a silent video, as a camera or phone writes one (any codec PyAV has; a display rotation)."""
+    return _write_video
+
+
+@pytest.fixture(scope="session")
+def server():
+    """A real talkhead server (uvicorn on a free loopback port, in a thread): "127.0.0.1:PORT"."""
+    from talkhead.serve.app import ServeConfig, serve_in_thread
+    from talkhead.serve.webrtc import WebRtcConfig
+
+    # A peer that never connects is freed after 3 s (15 s by default), and a socket that never starts after 3 s
+    # (10 s), so the tests of them are short; one video job may wait (4).
+    srv, address = serve_in_thread(ServeConfig(max_sessions=2, size=128, start_timeout=3.0, video_queue=1,
+                                               webrtc=WebRtcConfig(ice_timeout_s=3.0)))
+    yield address
+    srv.should_exit = True

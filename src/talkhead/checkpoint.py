@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,10 @@ from talkhead.errors import InputError
 from talkhead.util import atomic_write
 
 FORMAT = "talkhead-motion-v1"
+
+
+class NotACheckpoint(InputError):
+    """The file is not one ``save_checkpoint`` wrote (missing, unreadable, another format)."""
 
 
 def dataclass_from(cls: type, data: dict[str, Any]) -> Any:
@@ -49,14 +55,46 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
     """Read weights (as float32) and metadata written by ``save_checkpoint``."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"no such checkpoint: {path}")
+        raise NotACheckpoint(f"no such checkpoint: {path}")
     try:
         with safe_open(str(path), framework="pt") as f:
             raw = f.metadata() or {}
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except Exception as e:  # safetensors raises several types for a damaged file
-        raise InputError(f"{path} is not a readable safetensors checkpoint ({e})") from None
-    meta = {k: json.loads(v) for k, v in raw.items()}
+        raise NotACheckpoint(f"{path} is not a readable safetensors checkpoint ({e})") from None
+    try:
+        meta = {k: json.loads(v) for k, v in raw.items()}
+    except ValueError:
+        raise NotACheckpoint(f"{path} is not a talkhead checkpoint (its metadata is not JSON)") from None
     if meta.get("format") != FORMAT:
-        raise InputError(f"{path} is not a talkhead motion checkpoint")
+        raise NotACheckpoint(f"{path} is not a talkhead motion checkpoint")
+    bad = next((k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
+    if bad is not None:
+        raise InputError(f"{path}: tensor {bad[:64]!r} holds NaN or infinite values")
     return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}, meta
+
+
+@contextmanager
+def described(path: str | Path, what: str) -> Iterator[None]:
+    """Errors while building from a file's metadata are the file's: one named InputError, not a traceback."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, RuntimeError, OverflowError) as e:
+        raise InputError(f"{path} is not a usable {what} ({type(e).__name__}: {str(e)[:160]})") from None
+
+
+def check_weights(make: Callable[[], torch.nn.Module], tensors: dict[str, torch.Tensor], what: str) -> None:
+    """Refuse weights that are not exactly those of the network ``make`` builds from a file's metadata.
+
+    The network is built on the meta device first, which allocates nothing: metadata that describes a huge
+    network (a crafted file's widths) costs nothing to refuse, where building it for real would take GBs."""
+    with torch.device("meta"):
+        probe = make()
+    want = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in tensors.items()}
+    if want != got:
+        odd = sorted(set(want) ^ set(got)) or sorted(k for k in want if want[k] != got[k])
+        raise InputError(f"{what}: its weights are not those of the network its metadata describes "
+                         f"({odd[0][:64]!r}: {want.get(odd[0])} described, {got.get(odd[0])} stored)")

@@ -137,3 +137,24 @@ def prefetch(items: Iterable[T], size: int = 48) -> Iterator[T]:
             yield x
     finally:
         stop.set()
+
+
+def npz_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], object]]:
+    """(shape, dtype) of each array in an ``.npz``, read from the headers only: a compressed file's arrays can
+    be thousands of times its size, so they are checked before any is decompressed. Not an npz: ValueError."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                with z.open(name) as f:
+                    version = npy.read_magic(f)
+                    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, _, dtype = read(f)
+                out[name[:-4] if name.endswith(".npy") else name] = (tuple(shape), dtype)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, SyntaxError) as e:
+        raise ValueError(f"not an npz ({e})") from None
+    return out

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from talkhead.data.avatar import STABLE, AvatarDataConfig, apply, face_points, ingest, invert, similarity
+from talkhead.data.avatar import STABLE, AvatarDataConfig, apply, ingest, invert, similarity
+from talkhead.data.face_track import face_points
 from talkhead.metrics import pearson
 from talkhead.rig.spec import SPEC
 
@@ -96,3 +98,21 @@ def test_every_video_is_fitted_from_the_avatars_own_neutral(talking_video):
     assert own[0, jaw] < 0.1  # its own first face is its zero
     assert abs(placed[0, jaw] - whole[k, jaw]) < 0.1
     assert pearson(placed[:, jaw], whole[k:, jaw]) > 0.95
+
+
+def test_each_videos_followed_face_is_kept_by_content_and_a_rerun_resumes_from_it(talking_video, tmp_path,
+                                                                                   monkeypatch):
+    import shutil
+
+    import talkhead.data.face_track as face_track
+
+    video, _ = talking_video
+    cfg = AvatarDataConfig(min_seconds=3.0, fit_iters=150)
+    first = ingest([video], cfg, progress=False, cache=tmp_path)
+    assert len(list(tmp_path.glob("track-*.npz"))) == 1
+    renamed = shutil.copy(video, tmp_path / "renamed.mp4")  # the same content under another name
+    monkeypatch.setattr(face_track, "track_video", lambda *a, **k: pytest.fail("the face was followed again"))
+    again = ingest([renamed], cfg, progress=False, cache=tmp_path)
+    assert len(again.clips) == len(first.clips)
+    for a, b in zip(first.clips, again.clips):
+        assert np.array_equal(a["frames"], b["frames"]) and np.array_equal(a["motion"], b["motion"])

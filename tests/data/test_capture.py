@@ -16,25 +16,6 @@ from talkhead.rig.spec import SPEC
 SIZE = (400, 300)  # as the real webcam videos, whose faces are ~75 px wide: dlib's small end
 
 
-def _write(path, frames, rate=25, codec="libx264", pix_fmt="yuv420p", rotation=0):
-    """Frames as a video with no audio track; ``rotation``: shown turned so far counter-clockwise."""
-    import av
-
-    with av.open(str(path), "w") as c:
-        s = c.add_stream(codec, rate=rate)
-        s.width, s.height, s.pix_fmt = frames.shape[2], frames.shape[1], pix_fmt
-        if rotation:
-            s.set_display_rotation(rotation)
-        if codec == "libx264":
-            s.options = {"crf": "18"}
-        for f in frames:
-            for p in s.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
-                c.mux(p)
-        for p in s.encode():
-            c.mux(p)
-    return path
-
-
 @pytest.fixture(scope="module")
 def talk(tmp_path_factory):
     """A talking astronaut drawn by the warp renderer from phone-driven motion (blinks and head too),
@@ -70,16 +51,16 @@ def test_capture_recovers_the_motion_a_video_was_drawn_from(talk):
     assert np.abs(got["motion"][:, SPEC["jawOpen"]] - true[:, SPEC["jawOpen"]]).mean() < 0.08
 
 
-def test_a_silent_video_in_another_container_rate_and_size_is_captured(talk, tmp_path):
+def test_a_silent_video_in_another_container_rate_and_size_is_captured(talk, tmp_path, write_video):
     _, frames, true = talk
     odd = frames[:, :299, :397]  # odd sides: MJPEG takes them, H.264 would not
-    path = _write(tmp_path / "mute.avi", np.repeat(odd, 2, axis=0), rate=50, codec="mjpeg", pix_fmt="yuvj420p")
+    path = write_video(tmp_path / "mute.avi", np.repeat(odd, 2, axis=0), rate=50, codec="mjpeg", pix_fmt="yuvj420p")
     got = capture(path)
     assert got["motion"].shape == true.shape and got["size"] == (397, 299) and got["lost"] == []
     _recovered(got["motion"], true)
 
 
-def test_a_phone_video_stored_on_its_side_is_turned_upright(talk, tmp_path):
+def test_a_phone_video_stored_on_its_side_is_turned_upright(talk, tmp_path, write_video):
     import av
 
     if not hasattr(av.video.stream.VideoStream, "set_display_rotation"):  # only recent PyAV writes a display matrix
@@ -87,12 +68,12 @@ def test_a_phone_video_stored_on_its_side_is_turned_upright(talk, tmp_path):
     _, frames, true = talk
     n = 30
     sideways = np.rot90(frames[:n], -1, axes=(1, 2))  # stored turned clockwise, shown turned back
-    got = capture(_write(tmp_path / "phone.mp4", sideways, rotation=90))
+    got = capture(write_video(tmp_path / "phone.mp4", sideways, rotation=90))
     assert got["size"] == SIZE and got["lost"] == []
     _recovered(got["motion"], true[:n], channels=(("jawOpen", 0.9),))
 
 
-def test_the_largest_of_two_faces_is_followed_and_said_once(talk, tmp_path):
+def test_the_largest_of_two_faces_is_followed_and_said_once(talk, tmp_path, write_video):
     from PIL import Image
 
     _, frames, true = talk
@@ -103,18 +84,18 @@ def test_the_largest_of_two_faces_is_followed_and_said_once(talk, tmp_path):
     small = [np.asarray(Image.fromarray(f).resize((w // 2 + 8, h // 2 + 6), Image.BILINEAR)) for f in frames[::-1][:n]]
     canvas[:, h // 4:h // 4 + h // 2 + 6, w:] = np.stack(small)  # another, smaller face moving otherwise
     notes = []
-    got = capture(_write(tmp_path / "two.mp4", canvas), say=notes.append)
+    got = capture(write_video(tmp_path / "two.mp4", canvas), say=notes.append)
     assert got["faces"] == 2 and got["lost"] == []
     assert len(notes) == 1 and notes[0].startswith("2 faces in frame 0") and "largest" in notes[0]
     _recovered(got["motion"], true[:n], channels=(("jawOpen", 0.9),))
 
 
-def test_a_stretch_without_a_face_is_listed_and_filled(talk, tmp_path, capsys):
+def test_a_stretch_without_a_face_is_listed_and_filled(talk, tmp_path, capsys, write_video):
     _, frames, true = talk
     blank = frames.copy()
     a, b = 20, 31
     blank[a:b + 1] = frames[0].mean((0, 1)).astype(np.uint8)  # the face gone: a flat frame
-    video, out = _write(tmp_path / "blank.mp4", blank), tmp_path / "m.csv"
+    video, out = write_video(tmp_path / "blank.mp4", blank), tmp_path / "m.csv"
     assert main(["motion", "--from-video", str(video), "-o", str(out), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert err.count("face lost in frames") == 1 and f"frames {a}-{b} " in err, err
@@ -129,8 +110,8 @@ def test_a_stretch_without_a_face_is_listed_and_filled(talk, tmp_path, capsys):
     np.testing.assert_allclose(m[a:b + 1], line, atol=1e-4)
 
 
-def test_no_face_or_not_a_video_is_one_line_and_exit_2(tmp_path, capsys, talk):
-    cases = {"noface.mp4": _write(tmp_path / "noface.mp4", np.full((12, 96, 128, 3), 120, np.uint8))}
+def test_no_face_or_not_a_video_is_one_line_and_exit_2(tmp_path, capsys, talk, write_video):
+    cases = {"noface.mp4": write_video(tmp_path / "noface.mp4", np.full((12, 96, 128, 3), 120, np.uint8))}
     (tmp_path / "junk.mp4").write_bytes(np.random.default_rng(0).bytes(5000))
     cases["junk.mp4"] = tmp_path / "junk.mp4"
     data = talk[0].read_bytes()

@@ -21,7 +21,7 @@ def _hide_mouth(frames: np.ndarray, pts: np.ndarray, where: slice) -> np.ndarray
 
 
 def test_a_covered_mouth_is_flagged_and_a_visible_one_is_not(talking_video):
-    from talkhead.data.avatar import face_points
+    from talkhead.data.face_track import face_points
     from talkhead.data.video import read_frames
 
     frames = read_frames(talking_video[0])
@@ -40,7 +40,8 @@ def test_a_covered_mouth_is_flagged_and_a_visible_one_is_not(talking_video):
 
 
 def test_ingest_learns_from_none_of_the_covered_frames(talking_video, tmp_path, capsys):
-    from talkhead.data.avatar import AvatarDataConfig, face_points, ingest
+    from talkhead.data.avatar import AvatarDataConfig, ingest
+    from talkhead.data.face_track import face_points
     from talkhead.data.video import read_frames
     from talkhead.video import write_mp4
 

@@ -180,3 +180,58 @@ def test_reenact_follows_the_video_in_its_own_frames(tiny_avatar, talking_video,
     psnr = 10 * np.log10(255.0 ** 2 / np.mean((drawn.astype(float) - real) ** 2))
     assert psnr > 24, psnr  # the frame is the video's own; only the lower face is redrawn
     assert main(["avatar", "reenact", str(tiny_avatar), str(tmp_path / "none.mp4"), "-o", str(out)]) == 2
+
+
+def _crafted(src, dst, change):
+    """A copy of the avatar file ``src`` with ``change(tensors, meta)`` applied (as a stranger could write one)."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(src), framework="pt") as f:
+        tensors, meta = {k: f.get_tensor(k) for k in f.keys()}, {k: json.loads(v) for k, v in f.metadata().items()}
+    change(tensors, meta)
+    save_file(tensors, str(dst), {k: json.dumps(v) for k, v in meta.items()})
+    return dst
+
+
+def _huge_jpeg(tensors, meta):
+    import io
+
+    import torch
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(buf, "JPEG")
+    raw = bytearray(buf.getvalue())
+    i = raw.index(b"\xff\xc0") + 5  # the frame header's height and width
+    raw[i:i + 4] = (60000).to_bytes(2, "big") * 2  # says 60000 x 60000: 10.8 GB decoded
+    tensors["base.jpeg"] = torch.frombuffer(bytes(raw), dtype=torch.uint8).clone()
+    tensors["base.offsets"] = torch.tensor([0, len(raw)])
+
+
+CRAFTED = {
+    "huge network": (lambda t, m: m["engine"]["latent"].update(widths=[1 << 20, 1 << 20, 1 << 20]), "weights are not"),
+    "huge schedule": (lambda t, m: m["engine"]["latent"].update(timesteps=10 ** 9), "not a usable"),
+    "many steps": (lambda t, m: m["engine"].update(timesteps=list(range(10 ** 6))), "do not fit"),
+    "huge crops": (lambda t, m: m.update(side=1 << 20), "crop side"),
+    "huge base picture": (_huge_jpeg, "too large to decode"),
+    "NaN weight": (lambda t, m: t[max(k for k in t if k.startswith("engine.net."))].fill_(float("nan")), "NaN"),
+    "missing tensor": (lambda t, m: t.pop("paste"), "not a usable avatar file"),
+    "wrong shape": (lambda t, m: t.update(paste=t["paste"][:5]), "paste is"),
+    "another version": (lambda t, m: m.update(version=-1), "another version"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRAFTED))
+def test_a_crafted_avatar_file_is_refused_in_one_line_before_anything_is_built(case, tiny_avatar, tmp_path, capsys):
+    import time
+
+    change, why = CRAFTED[case]
+    path = _crafted(tiny_avatar, tmp_path / "crafted.avatar", change)
+    t = time.perf_counter()
+    assert main(["avatar", "info", str(path)]) == 2
+    assert time.perf_counter() - t < 2.0  # before: 52 s and 1.6 GB for a crafted network
+    err = capsys.readouterr().err.strip()
+    assert why in err and err.count("\n") == 0

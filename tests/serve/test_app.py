@@ -364,3 +364,26 @@ def test_the_server_sets_torch_threads_as_configured_and_refuses_a_negative_coun
         torch.set_num_threads(before)
     assert main(["serve", "--threads", "-1"]) == 2
     assert "--threads must be >= 0" in capsys.readouterr().err
+
+
+def test_client_audio_far_ahead_of_the_face_and_says_piling_up_are_refused_and_the_session_goes_on(server):
+    """Per session, not per utterance: 60 s of client audio not yet spoken, and 8 says not yet begun."""
+    async def go():
+        ws, _ = await _open(server)
+        second = np.zeros(16_000, "<i2").tobytes()
+        for _ in range(70):  # 70 s sent at once, far faster than spoken
+            await ws.send(second)
+        msgs = await _collect(ws, 3.0)
+        errors = [m["message"] for _, m in msgs if isinstance(m, dict) and m["type"] == "error"]
+        assert errors and all("ahead of the face" in e for e in errors) and len(errors) <= 11
+        await ws.send(json.dumps({"type": "interrupt"}))  # drops what was queued: audio is taken again
+        await ws.send(second)
+        for k in range(12):
+            await ws.send(json.dumps({"type": "say", "text": f"Sentence number {k} is here."}))
+        msgs = await _collect(ws, 3.0)
+        errors = [m["message"] for _, m in msgs if isinstance(m, dict) and m["type"] == "error"]
+        assert any("utterances are waiting" in e for e in errors) and not any("ahead" in e for e in errors)
+        assert len(_video(msgs)) > 40  # frames went on throughout
+        await ws.close()
+
+    asyncio.run(go())

@@ -137,3 +137,31 @@ def test_speech_waiting_tells_the_pacer_a_new_utterance_is_ready():
         assert session.take().utterance == number
     finally:
         session.close()
+
+
+def test_a_burst_of_says_is_synthesised_by_one_feeder_thread_in_order():
+    """Each multi-sentence say used to start a thread of its own: five at once were five syntheses at once.
+    Now one feeder per session makes them one after another, and each is spoken whole, in order."""
+    import threading
+
+    from talkhead.audio.tts import speech_chunks
+    from talkhead.pipeline import load_model
+    from talkhead.render import make_renderer
+    from talkhead.render.face import default_photo
+    from talkhead.serve.session import LiveSession
+
+    session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"))
+    try:
+        numbers = [session.say_sentences(speech_chunks(f"Say {k}. Two sentences.", "us-female")) for k in range(5)]
+        feeders = [t for t in threading.enumerate() if t.name == "live-sentences"]
+        assert len(feeders) == 1 and session.waiting() >= 3
+        done, deadline = [], time.monotonic() + 90
+        while len(done) < 5 and time.monotonic() < deadline:
+            out = session.take()
+            if out is None:
+                time.sleep(0.005)
+            elif out.last:
+                done.append(out.utterance)
+    finally:
+        session.close()
+    assert done == numbers and not feeders[0].is_alive()  # every say, in order; the feeder ends with the session

@@ -81,15 +81,16 @@ def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
 
 def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
     """The first ``at_s`` seconds and the rest, as two silent 25 fps videos (made once)."""
-    from talkhead.data.video import read_frames
+    import itertools
+
+    from talkhead.data.video import iter_frames
     from talkhead.video import write_mp4
 
     a, b = work / f"{src.stem}-first.mp4", work / f"{src.stem}-rest.mp4"
     if not (a.exists() and b.exists()):
-        frames = read_frames(src, 25)
         k = int(at_s * 25)
-        write_mp4(a, list(frames[:k]), None)
-        write_mp4(b, list(frames[k:]), None)
+        write_mp4(a, itertools.islice(iter_frames(src, 25), k), None)  # streamed: neither part held whole
+        write_mp4(b, itertools.islice(iter_frames(src, 25), k, None), None)
     return a, b
 
 

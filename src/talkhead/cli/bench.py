@@ -180,6 +180,22 @@ def _cmd_bench_real(args: argparse.Namespace) -> None:
     print(f"wrote {Path(args.out) / 'real.json'} and {Path(args.out) / 'real.png'}")
 
 
+def _cmd_bench_phone(args: argparse.Namespace) -> None:
+    import shlex
+
+    from talkhead.bench.phone import PhoneBenchConfig, run_phone_bench
+
+    if not 0 < args.reenact_seconds <= args.seconds <= 3600 or not 320 <= args.long_side <= 7680:
+        raise InputError("give 0 < --reenact-seconds <= --seconds <= 3600 and --long-side 320..7680")
+    cfg = PhoneBenchConfig(videos=args.videos, seconds=args.seconds, reenact_seconds=args.reenact_seconds,
+                           long_side=args.long_side, fps=args.fps, codec=args.codec,
+                           train_args=tuple(shlex.split(args.train_args)), work=args.work)
+    r = run_phone_bench(args.out, cfg)
+    print(f"avatar train: peak {r['train']['peak_mb']:.0f} MB, {r['train']['wall_s'] / 60:.1f} min; avatar reenact: "
+          f"peak {r['reenact']['peak_mb']:.0f} MB, {r['reenact']['wall_s'] / 60:.1f} min; wrote "
+          f"{Path(args.out) / 'phone.json'} and phone.png")
+
+
 def _register_speech(bsub: argparse._SubParsersAction) -> None:
     """``bench frontend`` and ``bench real``: the audio front end and lip sync on real recordings."""
     f = bsub.add_parser("frontend", help="audio front ends: a lip-sync probe on held-out TTS voices and real speech")
@@ -330,6 +346,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     av.add_argument("--threads", type=int, default=2)
     av.add_argument("--quiet", action="store_true")
     av.set_defaults(func=_cmd_bench_avatar)
+    ph = bsub.add_parser("phone", help="memory and time of avatar train and reenact on a phone's 1080p video (made "
+                                       "from the real face videos)")
+    ph.add_argument("--out", required=True, help="folder: phone.json, phone.png")
+    ph.add_argument("--work", default="runs/phone-bench", help="where the videos and the avatar go (GBs: not in git)")
+    ph.add_argument("--videos", default="../shared/data/videos", help="the real face videos (shared/data/videos)")
+    ph.add_argument("--seconds", type=float, default=120.0, help="the video avatar train learns from (default 120)")
+    ph.add_argument("--reenact-seconds", type=float, default=20.0, help="the video reenact redraws (default 20)")
+    ph.add_argument("--long-side", type=int, default=1920, help="the picture's long side (1280: 720p, 3840: 4K)")
+    ph.add_argument("--fps", type=int, default=30)
+    ph.add_argument("--codec", choices=["libx264", "libx265"], default="libx264", help="H.264 or HEVC")
+    ph.add_argument("--train-args", default="", help="more flags for avatar train, in one string (a quicker run)")
+    ph.set_defaults(func=_cmd_bench_phone)
     lp = bsub.add_parser("lips", help="speech-driven lips against people filmed talking (held-out people), beside "
                                       "the capture ceiling and loudness")
     lp.add_argument("--videos", nargs="+", default=["../shared/data/talking"], help="real talking videos or folders")

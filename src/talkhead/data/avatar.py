@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from talkhead.data.face_track import FaceTrack, cut_frames
 from talkhead.errors import InputError
 
 STABLE = [27, 28, 29, 30, 31, 33, 35, 36, 39, 42, 45]  # nose bridge, nostrils, eye corners
@@ -188,41 +189,6 @@ def context(crops: np.ndarray, hidden: np.ndarray) -> np.ndarray:
     return out
 
 
-def face_points(frames: np.ndarray, name: str, progress: bool = False, redetect: int = 10
-                ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """(indices of the frames with a face, their 68 points [N, 68, 2], the boxes they were found in [N, 4]
-    as (left, top, right, bottom)); the largest face, tracked.
-
-    dlib's detector runs every ``redetect`` frames (and whenever the track is lost); between, the
-    landmark predictor runs in the last detection's box moved with the face: the detector is ~50x
-    slower than the predictor. A failed detection ends the track until the next one succeeds.
-    """
-    import dlib
-    from tqdm import tqdm
-
-    from talkhead.render.face import _models, detect_face
-
-    _, predictor = _models()
-    keep, pts, boxes, box = [], [], [], None  # box: (left, top, right, bottom) of the last detection, moved
-    for i, f in enumerate(tqdm(frames, desc=f"landmarks {name}", unit="frame", disable=not progress)):
-        if box is None or i % redetect == 0:
-            try:
-                face = detect_face(f, f"{name} frame {i}")
-            except InputError:
-                box = None
-                continue
-            p, box = face.landmarks, face.box
-        else:
-            shape = predictor(f, dlib.rectangle(*(int(round(v)) for v in box)))
-            p = np.array([[q.x, q.y] for q in shape.parts()], np.float32)
-            shift = p.mean(0) - pts[-1].mean(0)
-            box = (box[0] + shift[0], box[1] + shift[1], box[2] + shift[0], box[3] + shift[1])
-        keep.append(i)
-        pts.append(p)
-        boxes.append(box)
-    return keep, np.asarray(pts, np.float32).reshape(-1, 68, 2), np.asarray(boxes, np.float32).reshape(-1, 4)
-
-
 def runs(indices: list[int], min_len: int) -> list[tuple[int, int]]:
     """Consecutive stretches [start, end) of ``indices`` (positions in it) at least ``min_len`` long."""
     out, start = [], 0
@@ -275,56 +241,54 @@ def mouth_maps_for(crop_points: np.ndarray, motion: np.ndarray, side: int, grid:
     return mouth_maps(fit_rig(crop_points), maps_motion(motion), side, grid)
 
 
-def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool
-                 ) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
-    from talkhead.data.video import read_frames
-
+def _video_faces(path: Path, cfg: AvatarDataConfig, progress: bool, cache: Path | None) -> FaceTrack:
+    """The face followed through one video, streamed (no frame is kept: ``data.face_track``), kept in ``cache``."""
     import sys
 
-    from talkhead.render.face import detect_faces
+    from talkhead.data.face_track import cached_track
 
-    frames = read_frames(path, cfg.fps)  # a corrupt or unknown file is a named error there
-    keep, pts, boxes = face_points(frames, path.name, progress)
-    if not keep:
+    track = cached_track(path, cfg.fps, cache, progress)  # a corrupt or unknown file is a named error there
+    if not track.keep:
         raise InputError(f"no face found in {path.name}")
-    if len(detect_faces(frames[keep[0]], path.name)) > 1:  # said once: the largest face is the person
+    if track.faces > 1:  # said once: the largest face is the person
         print(f"talkhead: {path.name} shows more than one face; the avatar follows the largest", file=sys.stderr)
-    return frames, keep, pts, boxes
+    return track
 
 
-def usable(frames: np.ndarray, keep: list[int], pts: np.ndarray, boxes: np.ndarray, name: str
-           ) -> tuple[np.ndarray, dict]:
+def usable(track: FaceTrack, name: str) -> tuple[np.ndarray, dict]:
     """bool per kept frame: one the avatar may learn from (``data.occlusion``: the mouth is not hidden and its
     lips are inside the picture), and the report's ranges of those dropped; each said once on stderr."""
     import sys
 
-    from talkhead.data.occlusion import OcclusionConfig, lips_outside, mirror_disagreement, occluded
+    from talkhead.data.occlusion import OcclusionConfig, lips_outside, occluded
     from talkhead.data.video import frame_runs
 
-    cfg = OcclusionConfig()
-    hid = occluded(mirror_disagreement(frames, keep, pts, boxes), keep, cfg)
-    out = lips_outside(pts, (frames.shape[2], frames.shape[1]))
+    hid = occluded(track.mirror, track.keep, OcclusionConfig())
+    out = lips_outside(track.points, track.size)
     notes = {"occluded": hid, "outside": out & ~hid}
     report = {}
     for what, flags in notes.items():
-        ranges = frame_runs(np.asarray(keep)[flags])
+        ranges = frame_runs(np.asarray(track.keep)[flags])
         report[what] = ranges
         if ranges:
             why = "the mouth is hidden" if what == "occluded" else "the lips are partly outside the picture"
             where = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
-            print(f"talkhead: {name}: {why} in frames {where} ({int(flags.sum())} of {len(frames)}): "
+            print(f"talkhead: {name}: {why} in frames {where} ({int(flags.sum())} of {track.frames}): "
                   "not learnt from", file=sys.stderr)
     return ~(hid | out), report
 
 
-def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), progress: bool = True) -> AvatarData:
+def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(), progress: bool = True,
+           cache: str | Path | None = None) -> AvatarData:
     """Crops, fitted motion, crop maps and masks of one person's videos (see the module's text); ``condition``
-    adds what the denoiser sees."""
+    adds what the denoiser sees. Each video is read twice, never held (``data.face_track``); with ``cache``
+    (a folder), each video's followed face is kept there, and a run killed after it resumes from it."""
     from talkhead.data.video import VideoConfig, fit_motion
 
     clips, report, geo = [], {}, None
     for path in map(Path, videos):
-        frames, keep, pts, boxes = _video_faces(path, cfg, progress)
+        track = _video_faces(path, cfg, progress, None if cache is None else Path(cache))
+        pts = track.points
         if geo is None:
             side, crop_to_ref = crop_geometry(pts[0], cfg)
             crop_points = apply(invert(crop_to_ref), pts[0])
@@ -333,19 +297,23 @@ def ingest(videos: list[str | Path], cfg: AvatarDataConfig = AvatarDataConfig(),
         neutral = placed_neutral(ref_points, pts[0])
         motion = fit_motion(pts, VideoConfig(fit_iters=cfg.fit_iters), neutral).astype(np.float32)
         maps_ = crop_maps(pts, ref_points, crop_to_ref, cfg.smooth)
-        ok, dropped = usable(frames, keep, pts, boxes, path.name)
-        lost = lost_frames(keep, len(frames))
-        keep, motion, maps_, pts = [k for k, o in zip(keep, ok) if o], motion[ok], maps_[ok], pts[ok]
+        ok, dropped = usable(track, path.name)
+        lost = lost_frames(track.keep, track.frames)
+        keep, motion, maps_, pts = [k for k, o in zip(track.keep, ok) if o], motion[ok], maps_[ok], pts[ok]
         stretches = runs(keep, cfg.min_clip)
-        report[path.name] = {"frames": len(frames), "kept": int(sum(b - a for a, b in stretches)),
+        report[path.name] = {"frames": track.frames, "kept": int(sum(b - a for a, b in stretches)),
                              "lost": lost, **dropped}
+        chosen = [j for a, b in stretches for j in range(a, b)]
+        # The second pass: each chosen frame cut to its aligned crop as it is read again.
+        crops = cut_frames(path, [keep[j] for j in chosen], lambda k, f: extract(f, maps_[chosen[k]], side),
+                           cfg.fps, progress, f"crops {path.name}")
+        at = 0
         for a, b in stretches:
-            crops = np.stack([extract(frames[keep[j]], maps_[j], side) for j in range(a, b)])
             own = np.stack([apply(invert(maps_[j]), pts[j]) for j in range(a, b)])
-            clips.append({"frames": crops, "motion": motion[a:b], "affine": maps_[a:b], "video": path.name,
-                          "frame_index": np.asarray(keep[a:b]),
+            clips.append({"frames": np.stack(crops[at:at + b - a]), "motion": motion[a:b], "affine": maps_[a:b],
+                          "video": path.name, "frame_index": np.asarray(keep[a:b]),
                           "points": mask_points(crop_points, own, motion[a:b], cfg)})
-        del frames
+            at += b - a
     if geo is None or not clips:
         raise InputError("no stretch of a second or more with a face in " + ", ".join(Path(v).name for v in videos))
     side, crop_to_ref, ref_points, crop_points, paste, hidden = geo

@@ -43,25 +43,27 @@ def mirror_permutation() -> np.ndarray:
 
 
 def mirror_disagreement(frames: np.ndarray, keep: list[int], pts: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Per kept frame: the mean distance between the mouth's 20 points and the same points found in the
-    mirrored frame (in the mirrored box), over the eye span."""
+    """Per kept frame: ``mirror_gap`` of frames[keep[j]] with its points and box."""
+    return np.array([mirror_gap(frames[i], pts[j], boxes[j]) for j, i in enumerate(keep)], np.float32).reshape(-1)
+
+
+def mirror_gap(frame: np.ndarray, points: np.ndarray, box) -> float:
+    """The mean distance between the mouth's 20 points [68, 2] and the same points found in the mirrored frame
+    (in the mirrored box), over the eye span."""
     import dlib
 
     from talkhead.render.face import _models
 
     _, predictor = _models()
-    perm, out = mirror_permutation(), np.zeros(len(keep), np.float32)
-    for j, i in enumerate(keep):
-        w = frames[i].shape[1]
-        left, top, right, bottom = boxes[j]
-        box = dlib.rectangle(*(int(round(v)) for v in (w - 1 - right, top, w - 1 - left, bottom)))
-        shape = predictor(np.ascontiguousarray(frames[i][:, ::-1]), box)
-        q = np.array([[s.x, s.y] for s in shape.parts()], np.float32)
-        q[:, 0] = w - 1 - q[:, 0]
-        q = q[perm]
-        span = max(1.0, float(np.linalg.norm(pts[j, 36:42].mean(0) - pts[j, 42:48].mean(0))))
-        out[j] = np.linalg.norm(pts[j, 48:68] - q[48:68], axis=1).mean() / span
-    return out
+    w = frame.shape[1]
+    left, top, right, bottom = box
+    rect = dlib.rectangle(*(int(round(v)) for v in (w - 1 - right, top, w - 1 - left, bottom)))
+    shape = predictor(np.ascontiguousarray(frame[:, ::-1]), rect)
+    q = np.array([[s.x, s.y] for s in shape.parts()], np.float32)
+    q[:, 0] = w - 1 - q[:, 0]
+    q = q[mirror_permutation()]
+    span = max(1.0, float(np.linalg.norm(points[36:42].mean(0) - points[42:48].mean(0))))
+    return float(np.linalg.norm(points[48:68] - q[48:68], axis=1).mean() / span)
 
 
 def occluded(disagreement: np.ndarray, keep: list[int], cfg: OcclusionConfig = OcclusionConfig()) -> np.ndarray:

@@ -100,7 +100,7 @@ def track(path: Path, occlusion: bool = True, progress: bool = False) -> dict:
     have a face, "found" [F] their numbers, "covered" [F] bool, "frames", "size" (width, height)}."""
     from tqdm import tqdm
 
-    from talkhead.data.occlusion import lips_outside, mirror_disagreement, occluded
+    from talkhead.data.occlusion import lips_outside, mirror_gap, occluded
     from talkhead.data.video import _follow, frame_estimate, iter_frames
     from talkhead.render.face import detect_faces
 
@@ -115,7 +115,7 @@ def track(path: Path, occlusion: bool = True, progress: bool = False) -> dict:
             found.append(n - 1)
             boxes.append(last.box)
             if occlusion:  # the mirror cue needs the frame itself: taken now, so no frame is kept
-                mirror.append(mirror_disagreement(frame[None], [0], last.landmarks[None], np.array([last.box]))[0])
+                mirror.append(mirror_gap(frame, last.landmarks, last.box))
         bar.update(1)
     bar.close()
     points = np.asarray(pts, np.float32).reshape(-1, 68, 2)

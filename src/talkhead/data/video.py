@@ -14,7 +14,6 @@ motion of every frame, frames where the face is lost filled from either side and
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ import numpy as np
 import torch
 
 from talkhead.errors import InputError
-from talkhead.util import atomic_write
+from talkhead.util import atomic_write, file_sha256
 
 VIDEO_SUFFIXES = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
 
@@ -54,7 +53,7 @@ def iter_frames(path: str | Path, fps: int = 25, max_seconds: float = MAX_SECOND
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no such video: {path}")
-    step, k, prev, t_prev = 1.0 / fps, 0, None, 0.0
+    step, k, prev, t_prev, last_gap = 1.0 / fps, 0, None, 0.0, 1.0 / fps
     try:
         with av.open(str(path)) as c:
             if not c.streams.video:
@@ -67,6 +66,8 @@ def iter_frames(path: str | Path, fps: int = 25, max_seconds: float = MAX_SECOND
                 while prev is not None and k * step < t - 1e-6:  # times before this frame show the previous one
                     yield prev
                     k += 1
+                if prev is not None and t > t_prev:
+                    last_gap = t - t_prev
                 prev, t_prev = _upright(f), t
     except InputError:
         raise
@@ -74,7 +75,8 @@ def iter_frames(path: str | Path, fps: int = 25, max_seconds: float = MAX_SECOND
         raise InputError(f"cannot read video {path.name}: {e}") from None
     if prev is None:
         raise InputError(f"{path.name} has no frames")
-    while k * step < t_prev + 0.5 * step:  # the last frame lasts half a step, as the frames before it
+    # The last frame lasts as long as the one before it did: 2 s at 60 fps are 50 frames at 25, not 51.
+    while k * step < t_prev + last_gap - 1e-6:
         yield prev
         k += 1
 
@@ -102,19 +104,6 @@ def frame_estimate(path: str | Path, fps: int = 25) -> int | None:
     except (av.error.FFmpegError, OSError, ValueError, IndexError):
         return None
     return round(secs * fps) or None
-
-
-def landmarks(frames: np.ndarray, name: str) -> list[np.ndarray]:
-    """68 points per frame until the first frame without a face."""
-    from talkhead.render.face import detect_face
-
-    pts = []
-    for i, f in enumerate(frames):
-        try:
-            pts.append(detect_face(f, f"{name} frame {i}").landmarks)
-        except InputError:
-            break
-    return pts
 
 
 def fit_motion(points: np.ndarray, cfg: VideoConfig = VideoConfig(), neutral: np.ndarray | None = None) -> np.ndarray:
@@ -152,24 +141,31 @@ def _fit(points: np.ndarray, cfg: VideoConfig, neutral: np.ndarray) -> np.ndarra
 
 
 def video_clip(path: Path, cfg: VideoConfig = VideoConfig()) -> dict:
-    """One video -> {frames [T, S, S, 3], motion [T, 58], audio int16, reference [S, S, 3], lost_at}."""
+    """One video -> {frames [T, S, S, 3], motion [T, 58], audio int16, reference [S, S, 3], lost_at}: read as a
+    stream until the first frame without a face, each frame kept only as its crop."""
     from talkhead.audio.io import load_audio
     from talkhead.render.face import detect_face
     from talkhead.render.warp import frame_photo
 
     audio = load_audio(path)  # a video without audio is refused here, by name
-    frames = read_frames(path, cfg.fps)
-    pts = landmarks(frames, path.name)
+    pts, crops, face0, lost_at = [], [], None, None
+    for i, frame in enumerate(iter_frames(path, cfg.fps)):
+        try:
+            face = detect_face(frame, f"{path.name} frame {i}")
+        except InputError:
+            lost_at = i  # the clip ends at its first frame without a face
+            break
+        face0 = face0 or face  # crops are framed around the first face, as ``data faces`` frames them
+        pts.append(face.landmarks)
+        crops.append(frame_photo(frame, face0, (cfg.size, cfg.size), cfg.framing)[0])
     if len(pts) < cfg.min_frames:
         where = "no face in its first frame" if not pts else f"the face is lost at frame {len(pts)}"
         raise InputError(f"{path.name}: {where} (need {cfg.min_frames} frames with a face)")
-    face0 = detect_face(frames[0], path.name)
-    crops = np.stack([frame_photo(f, face0, (cfg.size, cfg.size), cfg.framing)[0] for f in frames[:len(pts)]])
-    n = len(pts)
-    audio = audio[: round(n / cfg.fps * 16_000)]
+    crops = np.stack(crops)
+    audio = audio[: round(len(pts) / cfg.fps * 16_000)]
     return {"frames": crops, "motion": fit_motion(np.stack(pts), cfg).astype(np.float32),
             "audio": np.round(np.clip(audio, -1, 1) * 32767).astype(np.int16), "reference": crops[0],
-            "lost_at": n if n < len(frames) else None}
+            "lost_at": lost_at}
 
 
 def video_folder(src: str | Path, out: str | Path, cfg: VideoConfig = VideoConfig(), progress=None) -> dict:
@@ -181,7 +177,7 @@ def video_folder(src: str | Path, out: str | Path, cfg: VideoConfig = VideoConfi
     (out / "shards").mkdir(parents=True, exist_ok=True)
     rows, skipped = [], []
     for i, p in enumerate(files):
-        vid = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
+        vid = file_sha256(p)[:12]  # by content, read in chunks
         shard = out / "shards" / f"{vid}.npz"
         try:
             if not shard.exists():  # a finished video is kept: the run resumes after it

@@ -28,8 +28,8 @@ class NoiseSchedule:
     def __post_init__(self) -> None:
         if self.kind != "cosine":
             raise ValueError(f"unknown schedule kind {self.kind!r}; only 'cosine' is supported")
-        if self.num_train_timesteps < 1:
-            raise ValueError("num_train_timesteps must be >= 1")
+        if not 1 <= self.num_train_timesteps <= 100_000:  # a file's metadata sets it: bounded before it sizes tensors
+            raise ValueError(f"num_train_timesteps must be 1..100000, not {self.num_train_timesteps}")
 
     # cached_property writes into the instance __dict__, which a frozen dataclass still has,
     # so the tensors are built once per schedule instead of once per sampler step.

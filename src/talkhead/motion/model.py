@@ -11,7 +11,8 @@ import torch
 from torch import Tensor
 
 from talkhead.audio.features import FeatureConfig, extract, silence_row
-from talkhead.checkpoint import dataclass_from, load_checkpoint, resolve_named, save_checkpoint
+from talkhead.checkpoint import (check_weights, dataclass_from, described, load_checkpoint, resolve_named,
+                                 save_checkpoint)
 from talkhead.errors import InputError
 from talkhead.data.normalize import Normalizer
 from talkhead.diffusion.denoiser import Denoiser
@@ -235,14 +236,14 @@ def load(name_or_path: str | Path) -> MotionModel:
     """Rebuild a model from a self-describing checkpoint."""
     path = resolve(name_or_path)
     tensors, meta = load_checkpoint(path)
-    cfg = dataclass_from(DenoiserConfig, meta["denoiser"])
-    # Built on the CPU and then overwritten: 36 ms for a four-expert student. Building on the meta
-    # device instead would skip that, but its random init pulls in torch._dynamo (0.7 s).
-    net = make_network(cfg)
-    net.load_state_dict(tensors)
-    model = MotionModel(Denoiser(net, dataclass_from(NoiseSchedule, meta["schedule"])),
-                        dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
-                        sampling=meta.get("sampling", {}),
-                        meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill", "averaged", "live", "live_train", "lips")})
+    with described(path, "motion model"):
+        cfg = dataclass_from(DenoiserConfig, meta["denoiser"])
+        check_weights(lambda: make_network(cfg), tensors, str(path))  # nothing allocated for a crafted file
+        net = make_network(cfg)
+        net.load_state_dict(tensors)
+        model = MotionModel(Denoiser(net, dataclass_from(NoiseSchedule, meta["schedule"])),
+                            dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
+                            sampling=meta.get("sampling", {}),
+                            meta={k: v for k, v in meta.items() if k in ("kind", "name", "train", "distill", "averaged", "live", "live_train", "lips")})
     model.denoiser.eval()
     return model

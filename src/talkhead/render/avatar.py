@@ -28,12 +28,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from talkhead.checkpoint import load_checkpoint, save_checkpoint
+from talkhead.checkpoint import NotACheckpoint, described, load_checkpoint, save_checkpoint
 from talkhead.data.avatar import (AvatarData, AvatarDataConfig, context, extract, frame_masks, mask_points,
                                   mouth_maps_for)
 from talkhead.data.mouths import MOUTH, MouthBank, mouth_keys
 from talkhead.errors import InputError
-from talkhead.render.avatar_bank import bank_tensors, jpegs, scaled_base, steadiest, unjpeg
+from talkhead.render.avatar_bank import bank_tensors, check_jpegs, jpegs, scaled_base, steadiest, unjpeg
 from talkhead.render.latent.engine import LatentEngine, engine_from, engine_tensors
 from talkhead.render.paste import colour_ring, decode_window, paste_lower_face, pingpong
 
@@ -135,12 +135,15 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     """Write the ``.avatar`` (atomically): the engine, the geometry, the base frames read again from the video and,
     with ``bank`` ({"jump": ..., "budget_mb": ...}), the mouth bank (``data.mouths``). Base frames whose longer side
     is over ``base_side`` are made smaller (``scaled_base``)."""
-    from talkhead.data.video import read_frames
+    from talkhead.data.face_track import cut_frames
 
     ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
     clip = data.clips[ci]
-    frames = read_frames(videos[clip["video"]], 25)[clip["frame_index"][a:b]]
-    frames, affine = scaled_base(frames, clip["affine"][a:b], base_side)
+    # Read again, each frame made as small as it will be drawn as it goes by: 6 s of 4K would be 1.8 GB whole.
+    affine = clip["affine"][a:b]
+    scaled = cut_frames(videos[clip["video"]], clip["frame_index"][a:b].tolist(),
+                        lambda j, f: scaled_base(f[None], affine[j:j + 1], base_side), 25)
+    frames, affine = np.concatenate([f for f, _ in scaled]), np.concatenate([m for _, m in scaled])
     base = jpegs(list(frames), 95)
     tensors, own = engine_tensors(engine)
     tensors = {f"engine.{k}": v for k, v in tensors.items()}
@@ -172,14 +175,24 @@ def load_avatar(path: str | Path) -> Avatar:
         raise InputError(f"no such avatar file: {path}")
     try:
         tensors, meta = load_checkpoint(path)
-    except InputError:
+    except NotACheckpoint:  # a damaged checkpoint (NaN weights, ...) says what is wrong instead
         raise InputError(f"{path} is not an avatar file (talkhead avatar train makes them)") from None
     if meta.get("kind") != KIND:
         raise InputError(f"{path} is not an avatar file (talkhead avatar train makes them)")
     if meta.get("version") != VERSION:
         raise InputError(f"{path} was made by another version of talkhead (avatar format {meta.get('version')}; "
                          f"this one reads {VERSION}): train it again")
+    with described(path, "avatar file"):
+        return _avatar_from(tensors, meta, path)
+
+
+def _avatar_from(tensors: dict, meta: dict, path: Path) -> Avatar:
+    """``load_avatar``'s work, every size the file gives checked before anything is allocated or decoded."""
+    side, n = _check_sizes(tensors, meta, path)
     engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
+    if side % engine.vae.down or tensors.get("bank.latent", torch.zeros(1, 1, side // engine.vae.down)).shape[-1] \
+            != side // engine.vae.down:
+        raise InputError(f"{path}: its {side} px crops do not fit its engine")
     raw, off = tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy()
     base = np.stack([unjpeg(raw, off, i) for i in range(len(off) - 1)])
     f64 = {k: tensors[k].numpy().astype(np.float64) for k in ("crop_points", "ref_points", "crop_to_ref", "base.affine",
@@ -192,9 +205,42 @@ def load_avatar(path: str | Path) -> Avatar:
             bank["detail"] = (tensors["bank.detail_jpeg"].numpy(), tensors["bank.detail_offsets"].numpy())
         if "bank.norms" in tensors:
             bank["norms"] = tensors["bank.norms"].float()
-    return Avatar(engine, int(meta["side"]), tensors["reference"].numpy(), tensors["paste"].numpy(),
+    return Avatar(engine, side, tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
                   base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank)
+
+
+MAX_SIDE, MAX_BASE, MAX_BANK = 1024, 3000, 100_000  # crop px, base frames (2 min), bank frames (over an hour)
+MAX_BASE_PIXELS = 300_000_000
+
+
+def _check_sizes(tensors: dict, meta: dict, path: Path) -> tuple[int, int]:
+    """(crop side, base frames) of an avatar file whose tensors all have the shapes they must: one line
+    naming what is wrong otherwise."""
+    side = meta.get("side")
+    if not isinstance(side, int) or not 16 <= side <= MAX_SIDE:
+        raise InputError(f"{path}: crop side {str(side)[:16]} (16..{MAX_SIDE} px)")
+    n, pixels = check_jpegs(tensors["base.jpeg"].numpy(), tensors["base.offsets"].numpy(), MAX_BASE, 8192,
+                            f"{path} base")
+    if pixels > MAX_BASE_PIXELS:  # decoded whole when loaded: 300 M pixels are 0.9 GB
+        raise InputError(f"{path}: its base frames decode to {pixels / 1e6:.0f} M pixels (at most "
+                         f"{MAX_BASE_PIXELS / 1e6:.0f} M: train it with a smaller --base-side or --base-seconds)")
+    want = {"reference": (side, side, 3), "paste": (side, side), "hidden": (side, side), "crop_points": (68, 2),
+            "ref_points": (68, 2), "crop_to_ref": (2, 3), "base.affine": (n, 2, 3), "base.motion": (n, 58),
+            "base.points": (n, 68, 2)}
+    if "bank.latent" in tensors:
+        m = len(tensors["bank.latent"])
+        want.update({"bank.motion": (m, 58), "bank.ends": (m,)})
+        if not 1 <= m <= MAX_BANK or tensors["bank.latent"].ndim != 4:
+            raise InputError(f"{path}: a mouth bank of {m} frames (1..{MAX_BANK})")
+        if "bank.detail_jpeg" in tensors and check_jpegs(tensors["bank.detail_jpeg"].numpy(),
+                                                         tensors["bank.detail_offsets"].numpy(), m, side,
+                                                         f"{path} bank detail")[0] != m:
+            raise InputError(f"{path}: its bank's detail pictures are not one per bank frame")
+    odd = next((k for k, shape in want.items() if tuple(tensors[k].shape) != shape), None)
+    if odd is not None:
+        raise InputError(f"{path}: {odd} is {tuple(tensors[odd].shape)}, not {want[odd]}")
+    return side, n
 
 
 def describe_avatar(path: str | Path) -> dict:

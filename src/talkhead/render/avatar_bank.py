@@ -65,6 +65,32 @@ def jpegs(images: list[np.ndarray], quality: int) -> dict[str, torch.Tensor]:
     return _pack(_jpeg_bytes(images, quality))
 
 
+def check_jpegs(raw: np.ndarray, offsets: np.ndarray, most: int, max_side: int, what: str) -> tuple[int, int]:
+    """(How many JPEGs, how many pixels they decode to) packed in ``raw`` by ``offsets`` (as ``jpegs`` packs them), after checking that the
+    offsets walk through the bytes, there are at most ``most`` and each one's header says at most ``max_side``
+    a side: only headers are read, so a crafted file's giant pictures are refused before any is decoded."""
+    from talkhead.errors import InputError
+
+    off = np.asarray(offsets)
+    if off.ndim != 1 or len(off) < 2 or off[0] != 0 or off[-1] != len(raw) or np.any(np.diff(off) <= 0):
+        raise InputError(f"{what}: its pictures are not packed as talkhead packs them")
+    if len(off) - 1 > most:
+        raise InputError(f"{what}: {len(off) - 1} pictures, more than {most}")
+    pixels = 0
+    for i in range(len(off) - 1):
+        try:
+            with Image.open(io.BytesIO(raw[off[i]:off[i + 1]].tobytes())) as im:
+                size, kind = im.size, im.format
+        except Image.DecompressionBombError:
+            raise InputError(f"{what}: picture {i} is too large to decode (its header says so)") from None
+        except (OSError, ValueError):
+            raise InputError(f"{what}: picture {i} is not a readable JPEG") from None
+        if kind != "JPEG" or max(size) > max_side:
+            raise InputError(f"{what}: picture {i} is {kind} {size[0]}x{size[1]} (JPEG of at most {max_side} px a side)")
+        pixels += size[0] * size[1]
+    return len(off) - 1, pixels
+
+
 def unjpeg(raw: np.ndarray, offsets: np.ndarray, i: int) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(raw[offsets[i]:offsets[i + 1]].tobytes())).convert("RGB"))
 
@@ -74,7 +100,7 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
     detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``). Over
     ``budget_mb`` (MB), whole seconds are kept evenly through the video (``keep_seconds``) until it fits."""
     frames = np.concatenate([c["frames"] for c in data.clips])
-    latent = torch.cat([engine.encode(frames[i:i + 128]) for i in range(0, len(frames), 128)]).half()
+    latent = engine.encode_many(frames).half()
     ends = np.zeros(len(frames), np.uint8)
     ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)

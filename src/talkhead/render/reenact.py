@@ -25,13 +25,20 @@ class Drive(NamedTuple):
 
 
 def fitted_drive(avatar: Avatar, frames: np.ndarray, name: str, progress: bool = True) -> Drive:
-    """The frames with a face, their motion, crop maps and masks. The motion's zero is the avatar's own first
-    face, as in its training: fitted from the video's own first face, a clip that opens on a smile would read
-    every smile as neutral (the Pexels pair's held-out part: 14.2 dB against 17.4)."""
-    from talkhead.data.avatar import AvatarDataConfig, crop_maps, face_points, placed_neutral
-    from talkhead.data.video import VideoConfig, fit_motion
+    """The frames with a face, their motion, crop maps and masks (``drive_of`` their landmarks)."""
+    from talkhead.data.face_track import face_points
 
     keep, pts, _ = face_points(frames, name, progress)
+    return drive_of(avatar, keep, pts, name)
+
+
+def drive_of(avatar: Avatar, keep: list[int], pts: np.ndarray, name: str) -> Drive:
+    """The drive of frames ``keep`` with landmarks ``pts`` [N, 68, 2]. The motion's zero is the avatar's own first
+    face, as in its training: fitted from the video's own first face, a clip that opens on a smile would read
+    every smile as neutral (the Pexels pair's held-out part: 14.2 dB against 17.4)."""
+    from talkhead.data.avatar import AvatarDataConfig, crop_maps, placed_neutral
+    from talkhead.data.video import VideoConfig, fit_motion
+
     if not keep:
         raise InputError(f"no face found in {name}")
     cfg = AvatarDataConfig()
@@ -43,28 +50,30 @@ def fitted_drive(avatar: Avatar, frames: np.ndarray, name: str, progress: bool =
 
 
 def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True
-                   ) -> tuple[np.ndarray, list[int], Iterator[np.ndarray]]:
-    """(VIDEO's frames at 25 fps, the indices with a face, its frames with the lower face redrawn by the avatar).
+                   ) -> tuple[int, list[int], Iterator[np.ndarray]]:
+    """(VIDEO's frame count at 25 fps, the numbers of those with a face, its frames with the lower face redrawn).
 
     The motion is fitted to VIDEO's own landmarks and its frames are the base, so each output frame
-    re-enacts the real one in its own coordinates; frames without a face pass through unchanged.
+    re-enacts the real one in its own coordinates; frames without a face pass through unchanged. The video
+    is streamed, never held: read once for its landmarks, then again for the base frames as they are drawn
+    and for the frames that pass through (``data.face_track``).
     """
-    from talkhead.data.video import read_frames
+    from talkhead.data.face_track import ForwardFrames, track_video
+    from talkhead.data.video import iter_frames
 
     av = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
     video = Path(video)
-    frames = read_frames(video, 25)  # a corrupt or unknown file is a named error there
-    d = fitted_drive(av, frames, video.name, progress)
-    keep = d.keep
-    renderer = AvatarRenderer(av, seed, frames=frames[keep], affines=d.affine, motion=d.motion, points=d.points)
+    track = track_video(video, 25, progress)  # a corrupt or unknown file is a named error there
+    d = drive_of(av, track.keep, track.points, video.name)
+    base = ForwardFrames(video, d.keep, track.size, 25)
+    renderer = AvatarRenderer(av, seed, frames=base, affines=d.affine, motion=d.motion, points=d.points)
 
     def out() -> Iterator[np.ndarray]:
-        drawn = renderer.frames(d.motion)
-        have = set(keep)
-        for i, f in enumerate(frames):
+        drawn, have = renderer.frames(d.motion), set(d.keep)
+        for i, f in enumerate(iter_frames(video, 25)):
             yield next(drawn) if i in have else f
 
-    return frames, keep, out()
+    return track.frames, d.keep, out()
 
 
 def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True) -> dict:
@@ -72,10 +81,10 @@ def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 
     from talkhead.audio.io import load_audio
     from talkhead.video import write_mp4
 
-    frames, keep, drawn = reenact_frames(avatar, video, seed, progress)
+    count, keep, drawn = reenact_frames(avatar, video, seed, progress)
     try:
         audio = load_audio(video)
     except InputError:
         audio = None  # a silent video stays silent
     write_mp4(out, drawn, audio, 16_000)
-    return {"frames": len(frames), "redrawn": len(keep)}
+    return {"frames": count, "redrawn": len(keep)}

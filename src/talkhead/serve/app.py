@@ -44,8 +44,11 @@ class ServeConfig:
     max_photo: int = 20 << 20
     max_avatar_file: int = 64 << 20  # an .avatar (talkhead avatar train) is about 10-50 MB
     max_side: int = 8000
-    max_audio_s: float = 600.0
+    max_audio_s: float = 600.0  # client audio in one utterance
+    max_audio_ahead_s: float = 60.0  # client audio received and not yet spoken by the face, per session
+    max_waiting: int = 8  # utterances asked for and not yet begun, per session (each say's speech is held)
     max_avatars: int = 64
+    max_avatar_memory: int = 2 << 30  # bytes of registered faces kept in memory (an avatar's base frames: ~0.1-0.9 GB)
     avatar_store: str | None = None  # a folder, or "ray:[NAME]" (Ray's object store), that every replica shares
     # (None: uploads kept in memory only); serve.avatar_store
     max_stored_avatars: int = 1024  # avatars kept in the store, least recently used removed first

@@ -26,7 +26,7 @@ class Avatars:
 
     def __init__(self, cfg) -> None:  # a ServeConfig: max_photo, max_avatar_file, max_side, max_avatars, size,
         # avatar_store, max_stored_avatars, max_stored_bytes
-        self.cfg, self.photos = cfg, OrderedDict()
+        self.cfg, self.photos, self.sizes = cfg, OrderedDict(), {}
         limits = StoreLimits(cfg.max_stored_avatars, cfg.max_stored_bytes, max(cfg.max_photo, cfg.max_avatar_file))
         self.store = open_store(cfg.avatar_store, limits)
 
@@ -40,11 +40,14 @@ class Avatars:
         """Decode and keep a face in memory: (its content id, its store suffix). ``expect``: the id it must have."""
         if data[8:10] == b'{"':  # a safetensors header: an avatar file
             return self._add_avatar_file(data, expect), ".avatar"
+        from talkhead.render.warp import drawn_part
+
         photo = self._decode(data)
         aid = hashlib.sha256(photo.tobytes() + str(photo.shape).encode()).hexdigest()[:16]
         _check_id(aid, expect)
-        self.renderer(photo, aid)  # registers the face now (an error here is the upload's)
-        self._remember(aid, photo)
+        r = self.renderer(photo, aid)  # registers the face now (an error here is the upload's)
+        # Kept at the size it is drawn at: the renderer's window of it and a margin, at most twice the frame.
+        self._remember(aid, drawn_part(photo, r.face, r.size, r.framing))
         return aid, ".photo"
 
     def _decode(self, data: bytes) -> np.ndarray:
@@ -79,10 +82,15 @@ class Avatars:
         return aid
 
     def _remember(self, aid: str, face) -> None:
+        """Keep a face, dropping the least recently added past ``max_avatars`` or ``max_avatar_memory`` bytes (the
+        newest is always kept: it was just checked against the upload limits)."""
         self.photos[aid] = face
         self.photos.move_to_end(aid)
-        while len(self.photos) > self.cfg.max_avatars:
-            self.photos.popitem(last=False)
+        self.sizes[aid] = _nbytes(face)
+        while len(self.photos) > 1 and (len(self.photos) > self.cfg.max_avatars
+                                        or sum(self.sizes.values()) > self.cfg.max_avatar_memory):
+            old, _ = self.photos.popitem(last=False)
+            self.sizes.pop(old, None)
 
     # -- the shared store --
     def _save(self, aid: str, kind: str, data: bytes) -> None:
@@ -111,6 +119,31 @@ class Avatars:
         if isinstance(photo, Avatar):  # a person's own frames: each session draws on its own copy of the loop
             return AvatarRenderer(photo, seed=0, window=True)  # live: the mask's window only (1.8x faster)
         return make_renderer("warp", photo, self.cfg.size, photo_name=aid or "astronaut")
+
+
+def _nbytes(face) -> int:
+    """Bytes a kept face holds: a photo's pixels, or an avatar's arrays and tensors (its base frames, bank, engine)."""
+    import torch
+
+    if isinstance(face, np.ndarray):
+        return face.nbytes
+    seen, todo, total = set(), [vars(face)], 0
+    while todo:
+        for v in todo.pop().values():
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, np.ndarray):
+                total += v.nbytes
+            elif isinstance(v, torch.Tensor):
+                total += v.numel() * v.element_size()
+            elif isinstance(v, torch.nn.Module):
+                total += sum(t.numel() * t.element_size() for t in v.state_dict().values())
+            elif isinstance(v, dict):
+                todo.append(v)
+            elif isinstance(v, tuple):
+                todo.append(dict(enumerate(v)))
+    return total
 
 
 def avatar_id(value) -> str | None:

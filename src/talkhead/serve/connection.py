@@ -122,6 +122,8 @@ class Connection:
         text = m.get("text")
         if not isinstance(text, str) or not text.strip() or len(text) > self.cfg.max_text:
             raise InputError(f"'say' needs 'text', 1 to {self.cfg.max_text} characters")
+        if self.session.waiting() >= self.cfg.max_waiting:
+            raise InputError(f"{self.cfg.max_waiting} utterances are waiting to be spoken: this say is dropped")
         voice = self.session.voice
         if voice not in PIPER_VOICES and len(split_sentences(text)) == 1:
             # One sentence of espeak-ng, made in milliseconds: spoken whole, as offline.
@@ -147,9 +149,15 @@ class Connection:
         if len(data) % 2:
             await self.error("audio is PCM16: an even number of bytes")
             return
+        if not data:
+            return  # nothing to say: an empty chunk would open an utterance that holds up the ones after it
         self.audio_s += len(data) / 2 / 16000
         if self.audio_s > self.cfg.max_audio_s:
             await self.error(f"an utterance is at most {self.cfg.max_audio_s:.0f} s of audio")
+            return
+        if self.session.client_backlog_s() > self.cfg.max_audio_ahead_s:  # per session, whatever the utterances
+            await self.error(f"client audio is {self.cfg.max_audio_ahead_s:.0f} s ahead of the face: send it no "
+                             "faster than it is spoken (this chunk is dropped)")
             return
         self.session.audio(np.frombuffer(data, "<i2").astype(np.float32) / 32768.0)
 

@@ -94,7 +94,11 @@ class LiveSession:
         self._idle_at, self._utterances = 0, 0
         self._feed: _Utterance | None = None
         self._quiet_until = 0.0  # a say is being synthesised: no idle frames till then (see ``expect_speech``)
-        self._feeders: list[threading.Thread] = []  # the threads synthesising says (``say_sentences``)
+        # One feeder thread per session synthesises says spoken as they are made (``say_sentences``), one after
+        # another in the order they were asked for: a burst of says is not a burst of threads.
+        self._feeds: queue.Queue = queue.Queue()
+        self._feeder: threading.Thread | None = None
+        self._client_in = self._client_out = 0  # client audio samples received, and taken or dropped
         self._thread = threading.Thread(target=self._run, daemon=True, name="live-session")
         self._thread.start()
 
@@ -115,15 +119,32 @@ class LiveSession:
         takes up to about 8 s: its features' 4 s block and context), and stops on an interrupt."""
         self._utterances += 1
         utt = _Utterance(self._utterances, chunks=queue.Queue(), sentences=True)
-        feeder = threading.Thread(target=self._feed_sentences, args=(utt, iter(wavs), round(ahead_s * 16_000)),
-                                  daemon=True, name="live-sentences")
-        feeder.start()
-        self._feeders = [t for t in self._feeders if t.is_alive()] + [feeder]
+        if self._feeder is None:
+            self._feeder = threading.Thread(target=self._feed_all, daemon=True, name="live-sentences")
+            self._feeder.start()
+        self._feeds.put((utt, iter(wavs), round(ahead_s * 16_000)))
         self._todo.put(utt)
         return utt.number
 
-    def _feed_sentences(self, utt: _Utterance, wavs: Iterator[np.ndarray], ahead: int) -> None:
+    def waiting(self) -> int:
+        """Utterances asked for and not yet begun."""
+        return self._todo.qsize()
+
+    def client_backlog_s(self) -> float:
+        """Seconds of client audio received and not yet taken by the face."""
+        return max(0, self._client_in - self._client_out) / 16_000
+
+    def _feed_all(self) -> None:
+        """The feeder thread: each say's sentences in turn, until the session closes."""
         _lower_priority()
+        while not self._stop.is_set():
+            try:
+                job = self._feeds.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self._feed_sentences(*job)
+
+    def _feed_sentences(self, utt: _Utterance, wavs: Iterator[np.ndarray], ahead: int) -> None:
         try:
             for wav in wavs:
                 if not self._hand_over(utt, np.asarray(wav, np.float32), ahead):
@@ -150,6 +171,7 @@ class LiveSession:
             self._utterances += 1
             self._feed = _Utterance(self._utterances, chunks=queue.Queue())
             self._todo.put(self._feed)
+        self._client_in += len(pcm)
         self._feed.chunks.put(np.asarray(pcm, np.float32))
         return self._feed.number
 
@@ -162,6 +184,7 @@ class LiveSession:
         """Drop what is queued and stop drawing the current utterance."""
         self._dropped, self._quiet_until = self._utterances, 0.0
         self.audio_end()
+        self._client_out = self._client_in  # what was queued is dropped with its utterances
         while not self._todo.empty():
             try:
                 self._todo.get_nowait()
@@ -195,8 +218,8 @@ class LiveSession:
         self.drain()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)  # not left inside torch when the process exits
-        for t in self._feeders:  # nor inside onnxruntime: a feeder stops after the piece it is making
-            t.join(timeout=0.5)
+        if self._feeder is not None:  # nor inside onnxruntime: the feeder stops after the piece it is making
+            self._feeder.join(timeout=0.5)
 
     # -- the producer thread --
     def _run(self) -> None:
@@ -294,6 +317,7 @@ class LiveSession:
             if chunk is None:
                 return
             utt.taken += len(chunk)
+            self._client_out += len(chunk)
             utt.audio.append(chunk)
             yield chunk
 

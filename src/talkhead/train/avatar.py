@@ -2,7 +2,8 @@
 
 Stages, each in ``NAME.avatar.work/`` and each resumed where a kill left it (the loop's exact resume):
 
-1. ``data.npz``: the crops, fitted motion and masks of ``data.avatar.ingest``.
+1. ``data.npz``: the crops, fitted motion and masks of ``data.avatar.ingest``; each video's followed face
+   (``track-*.npz``, most of ingest's time) is kept as it is found, so a kill mid-ingest loses one video's.
 2. ``vae.safetensors``: a face VAE for this person's crops (4x down at <= 128 px, so a mouth is many
    latent cells, not the 3 of the one-photo engine), trained on the project's one loop.
 3. ``teacher.safetensors``: the latent denoiser (``render.latent.model``) conditioned on the frame's
@@ -89,8 +90,10 @@ def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
     shape = {"data": asdict(cfg.data), "vae_widths": cfg.vae_widths, "widths": cfg.widths, "patch": cfg.vae_patch,
              "latent": cfg.vae_latent}
     h = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode())
-    for v in videos:
-        h.update(v.read_bytes())
+    for v in videos:  # by content, read in chunks (a phone's video may be GBs): a renamed copy is the same run
+        with open(v, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
     return h.hexdigest()[:16]
 
 
@@ -261,7 +264,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     clock = _Clock(work / "times.json")
     data_path = work / "data.npz"
     if not data_path.exists():
-        _save_data(data_path, ingest(videos, cfg.data, progress=progress))
+        _save_data(data_path, ingest(videos, cfg.data, progress=progress, cache=work))  # each video's track kept
     clock.lap("ingest_s")
     side = int(np.load(data_path)["side"])
     down = 2 ** len(vae_widths(side, cfg))

@@ -80,7 +80,7 @@ class FramePairs:
         self.refs_raw = np.stack([c["reference"] for c in clips])
         context = np.concatenate([c["context"] for c in clips]) if engine.cfg.context else None
         self.latents, self.context = self._encode(engine, cache, context)
-        self.references = _encode_all(engine, self.refs_raw)
+        self.references = engine.encode_many(self.refs_raw)
         self.maps = None
         if engine.cfg.geometry:  # each clip's mouth, drawn on its own reference's rig
             from talkhead.render.latent.geometry import reference_rig
@@ -101,8 +101,8 @@ class FramePairs:
             if stored.get("key") == key:
                 ctx = stored.get("context")
                 return stored["z"].float(), ctx.float() if ctx is not None else None
-        z = _encode_all(engine, self.frames)
-        ctx = _encode_all(engine, context) if context is not None else None
+        z = engine.encode_many(self.frames)
+        ctx = engine.encode_many(context) if context is not None else None
         if cache is not None:
             buf = io.BytesIO()
             torch.save({"key": key, "z": z.half(), "context": ctx.half() if ctx is not None else None}, buf)
@@ -122,10 +122,6 @@ class FramePairs:
         if self.context is not None:
             out["context"] = self.context[pair]
         return out
-
-
-def _encode_all(engine: LatentEngine, frames: np.ndarray, batch: int = 256) -> Tensor:
-    return torch.cat([engine.encode(frames[i:i + batch]) for i in range(0, len(frames), batch)])
 
 
 def _flat(x: Tensor) -> Tensor:
@@ -189,8 +185,8 @@ def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig =
     """An untrained engine on a trained VAE, with latent and motion statistics from the training clips."""
     engine = LatentEngine(vae if isinstance(vae, FaceVAE) else load_vae(vae), cfg)  # unit statistics: raw latents
     clips = clips[::4]  # a quarter of the clips, every 5th frame: enough for the statistics
-    z = _encode_all(engine, np.concatenate([c["frames"][::5] for c in clips]))
-    refs = _encode_all(engine, np.stack([c["reference"] for c in clips]))
+    z = engine.encode_many(np.concatenate([c["frames"][::5] for c in clips]))
+    refs = engine.encode_many(np.stack([c["reference"] for c in clips]))
     per_clip = torch.repeat_interleave(torch.arange(len(clips)), torch.tensor([len(c["frames"][::5]) for c in clips]))
     mean, std = z.mean(dim=(0, 2, 3)), z.std(dim=(0, 2, 3))
     m = torch.from_numpy(np.concatenate([c["motion"] for c in clips]).astype(np.float32))

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.checkpoint import dataclass_from, load_checkpoint, resolve_named, save_checkpoint
+from talkhead.checkpoint import (check_weights, dataclass_from, described, load_checkpoint, resolve_named,
+                                 save_checkpoint)
 from talkhead.diffusion.denoiser import Denoiser
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.diffusion.schedule import NoiseSchedule
@@ -53,6 +54,13 @@ class LatentEngine(nn.Module):
 
     def stats(self) -> dict:
         return {k: getattr(self, k).tolist() for k in ("lat_mean", "lat_std", "mot_mean", "mot_std", "res_std")}
+
+    @torch.no_grad()
+    def encode_many(self, crops: np.ndarray, pixels: int = 1 << 21) -> Tensor:
+        """``encode`` over any number of crops, ``pixels`` of them at a time: the encoder's first layers hold 32
+        channels at full size, so 256 crops of 256 px at once took 7 GB (a phone's video), 32 take 0.3 GB."""
+        batch = max(1, pixels // max(1, crops.shape[1] * crops.shape[2]))
+        return torch.cat([self.encode(crops[i:i + batch]) for i in range(0, len(crops), batch)])
 
     @torch.no_grad()
     def encode(self, crops: np.ndarray) -> Tensor:
@@ -139,11 +147,21 @@ def engine_tensors(engine: LatentEngine) -> tuple[dict[str, Tensor], dict]:
 
 
 def engine_from(tensors: dict[str, Tensor], meta: dict) -> LatentEngine:
-    """Rebuild an engine from ``engine_tensors``' weights and metadata (JSON-decoded)."""
-    vae = FaceVAE(dataclass_from(VAEConfig, meta["vae"]))
-    vae.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("vae.")})
-    engine = LatentEngine(vae, dataclass_from(LatentConfig, meta["latent"]), meta["stats"], meta["timesteps"])
-    engine.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    """Rebuild an engine from ``engine_tensors``' weights and metadata (JSON-decoded). Every size the metadata
+    gives is checked before anything is built from it: a file may come from anyone (a server's upload)."""
+    part = {p: {k[4:]: v for k, v in tensors.items() if k.startswith(p + ".")} for p in ("vae", "net")}
+    with described(meta.get("name", "the file"), "latent engine"):
+        vcfg, lcfg = dataclass_from(VAEConfig, meta["vae"]), dataclass_from(LatentConfig, meta["latent"])
+        steps = [int(t) for t in meta["timesteps"]]
+        if not 1 <= lcfg.timesteps <= 100_000 or not 1 <= len(steps) <= 1000 or \
+                any(not 0 <= t < lcfg.timesteps for t in steps):
+            raise ValueError(f"sampling steps {steps[:8]} do not fit a schedule of {lcfg.timesteps}")
+        check_weights(lambda: FaceVAE(vcfg), part["vae"], "its VAE")
+        check_weights(lambda: LatentNet(lcfg), part["net"], "its denoiser")
+        vae = FaceVAE(vcfg)
+        vae.load_state_dict(part["vae"])
+        engine = LatentEngine(vae, lcfg, meta["stats"], steps)
+        engine.net.load_state_dict(part["net"])
     engine.bridge = bool(meta.get("bridge", False))
     engine.meta = meta
     return engine.eval()

@@ -25,7 +25,7 @@ from torch.nn import functional as F
 from talkhead.errors import InputError
 from talkhead.render.latent.engine import LatentEngine, load_engine
 from talkhead.render.latent.model import slerp
-from talkhead.util import atomic_write
+from talkhead.util import atomic_write, npz_headers
 
 DEFAULT_ENGINE = "latent-student-4"  # best of the students on held-out faces, 2.9 ms a frame
 CROP_FRAMING = 1.9  # as the training crops (FacesConfig.framing)
@@ -163,12 +163,37 @@ class LatentVideo:
 
     @classmethod
     def load(cls, path: str | Path) -> LatentVideo:
+        """Read a latents file; its arrays' shapes are checked from their headers before any is decompressed
+        (``MAX_SECONDS`` of frames, a background of at most 8,192 px a side), and its latents must be finite."""
+        what = f"{path} is not a latents file from `talkhead generate --latents-out`"
         try:
+            heads = npz_headers(path)
+            _check_heads(heads)
             z = np.load(path, allow_pickle=False)
-            return cls(z["latents"], str(z["engine"]), z["background"], tuple(z["box"].tolist()),
-                       z["audio"].astype(np.float32) / 32767)
-        except (OSError, KeyError, ValueError) as e:
-            raise InputError(f"{path} is not a latents file from `talkhead generate --latents-out` ({e})") from None
+            video = cls(z["latents"], str(z["engine"]), z["background"], tuple(z["box"].tolist()),
+                        z["audio"].astype(np.float32) / 32767)
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise InputError(f"{what} ({str(e)[:160]})") from None
+        if not np.isfinite(video.latents).all() or not np.isfinite(video.box).all():
+            raise InputError(f"{path}: its latents hold NaN or infinite values")
+        return video
+
+
+def _check_heads(heads: dict) -> None:
+    """A latents file's arrays as ``LatentVideo.save`` writes them, of sizes a video can have (ValueError)."""
+    from talkhead.data.video import MAX_SECONDS
+
+    want = {"latents": (4, "f"), "engine": (0, "U"), "background": (3, "u"), "box": (1, "f"), "audio": (1, "i")}
+    for name, (ndim, kind) in want.items():
+        shape, dtype = heads[name]  # a missing array: KeyError
+        if len(shape) != ndim or dtype.kind != kind:
+            raise ValueError(f"{name} is {dtype} {list(shape)}")
+    t, ch, h, w = heads["latents"][0]
+    bh, bw, c = heads["background"][0]
+    if not (t <= MAX_SECONDS * 25 and ch <= 64 and max(h, w) <= 256 and max(bh, bw) <= 8192 and c == 3
+            and heads["box"][0] == (4,) and heads["audio"][0][0] <= MAX_SECONDS * 16_000
+            and heads["engine"][1].itemsize <= 4096):
+        raise ValueError("its arrays are larger than a video's")
 
 
 def decode_video(video: LatentVideo, out: str | Path, engine: str | Path | None = None, batch: int = 32,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.checkpoint import dataclass_from, load_checkpoint
+from talkhead.checkpoint import check_weights, dataclass_from, described, load_checkpoint
 from talkhead.errors import InputError
 
 
@@ -114,6 +114,9 @@ def load_vae(path: str | Path) -> FaceVAE:
     tensors, meta = load_checkpoint(path)
     if meta.get("kind") != "face-vae":
         raise InputError(f"{path} is not a face VAE checkpoint")
-    vae = FaceVAE(dataclass_from(VAEConfig, meta["vae"]))
-    vae.load_state_dict(tensors)
+    with described(path, "face VAE"):
+        cfg = dataclass_from(VAEConfig, meta["vae"])
+        check_weights(lambda: FaceVAE(cfg), tensors, str(path))
+        vae = FaceVAE(cfg)
+        vae.load_state_dict(tensors)
     return vae.eval()
