@@ -347,6 +347,20 @@ def test_an_avatar_file_serves_its_own_frames_and_speaks(server, tiny_avatar):
     asyncio.run(go())
 
 
+def test_a_crafted_avatar_upload_is_a_400_at_once_that_names_no_server_path(server, tiny_avatar):
+    from safetensors import safe_open
+    from safetensors.torch import save
+
+    with safe_open(str(tiny_avatar), framework="pt") as f:
+        tensors, meta = {k: f.get_tensor(k) for k in f.keys()}, {k: json.loads(v) for k, v in f.metadata().items()}
+    meta["engine"]["latent"]["widths"] = [1 << 20] * 3  # a network of terabytes, described in 30 bytes
+    t = time.perf_counter()
+    status, body = _post(server, "/v1/avatars", save(tensors, {k: json.dumps(v) for k, v in meta.items()}))
+    assert status == 400 and time.perf_counter() - t < 2.0  # before: 52 s and 1.6 GB for such a file
+    error = json.loads(body)["error"]
+    assert "the avatar file" in error and "weights are not" in error and "/tmp" not in error
+
+
 def test_the_server_sets_torch_threads_as_configured_and_refuses_a_negative_count(capsys):
     import torch
 

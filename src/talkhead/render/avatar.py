@@ -189,7 +189,10 @@ def load_avatar(path: str | Path) -> Avatar:
 def _avatar_from(tensors: dict, meta: dict, path: Path) -> Avatar:
     """``load_avatar``'s work, every size the file gives checked before anything is allocated or decoded."""
     side, n = _check_sizes(tensors, meta, path)
-    engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
+    try:
+        engine = engine_from({k[7:]: v for k, v in tensors.items() if k.startswith("engine.")}, meta["engine"])
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
     if side % engine.vae.down or tensors.get("bank.latent", torch.zeros(1, 1, side // engine.vae.down)).shape[-1] \
             != side // engine.vae.down:
         raise InputError(f"{path}: its {side} px crops do not fit its engine")

@@ -76,7 +76,10 @@ class Avatars:
             with tempfile.TemporaryDirectory() as d:  # read once into memory; nothing stays on disk
                 path = Path(d) / f"{aid}.avatar"
                 path.write_bytes(data)
-                avatar = load_avatar(path)
+                try:
+                    avatar = load_avatar(path)
+                except InputError as e:  # said of the upload, never of a path on the server
+                    raise InputError(str(e).replace(str(path), "the avatar file")) from None
                 avatar.base_views()  # paid once at upload, not at each session's start
                 self._remember(aid, avatar)
         return aid
