@@ -176,14 +176,9 @@ def run_phone_bench(out: str | Path, cfg: PhoneBenchConfig = PhoneBenchConfig())
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
+    fig, ax = new_figure((7, 3.2))
     v = result["video"]
     for key, colour in (("train", "#4c72b0"), ("reenact", "#dd8452")):
         t, m = np.array(result[key]["trace"]).T

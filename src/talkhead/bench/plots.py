@@ -14,6 +14,16 @@ CLIP_CHANNELS = ("jawOpen", "mouthClose", "mouthPucker", "eyeBlinkLeft")
 _SHADE = {"PP": "#f4b6b6", "FF": "#f7d9a8", "W": "#b9d3f2", "U": "#b9d3f2", "O": "#cfe0f5", "aa": "#d8f0c8"}
 
 
+def new_figure(figsize: tuple[float, float], dpi: int = 110, **subplots):
+    """(figure, axes) on matplotlib's Agg backend (no display needed), for a benchmark's plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=figsize, dpi=dpi, **subplots)
+
+
 def save_figure(fig, path: str | Path, dpi: int | None = None) -> None:
     """Write a matplotlib figure as PNG atomically (a killed run leaves the old plot, never half a new one) and close it."""
     import matplotlib.pyplot as plt
