@@ -133,7 +133,7 @@ def _cache_file(img: np.ndarray, max_side: int) -> Path | None:
     if root is None:
         return None
     h = hashlib.sha256(f"v1 {img.shape} {max_side} {predictor_path().stat().st_size}".encode())
-    h.update(np.ascontiguousarray(img).tobytes())
+    h.update(np.ascontiguousarray(img).data)  # hashed in place: a copy of a large photo is hundreds of MB
     return root / "faces" / f"{h.hexdigest()[:32]}.npz"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -21,12 +22,16 @@ from talkhead.errors import InputError
 from talkhead.serve.avatar_store import StoreLimits, open_store
 
 
+KEEP_SIDE = 3072  # a photo's longer side as it is kept: its face window is then still over 2x any frame size
+
+
 class Avatars:
     """Registered photos and avatar files by content id (never a path); bounded, oldest dropped first."""
 
     def __init__(self, cfg) -> None:  # a ServeConfig: max_photo, max_avatar_file, max_side, max_avatars, size,
         # avatar_store, max_stored_avatars, max_stored_bytes
         self.cfg, self.photos, self.sizes = cfg, OrderedDict(), {}
+        self._decoding = threading.BoundedSemaphore(2)
         limits = StoreLimits(cfg.max_stored_avatars, cfg.max_stored_bytes, max(cfg.max_photo, cfg.max_avatar_file))
         self.store = open_store(cfg.avatar_store, limits)
 
@@ -40,15 +45,21 @@ class Avatars:
         """Decode and keep a face in memory: (its content id, its store suffix). ``expect``: the id it must have."""
         if data[8:10] == b'{"':  # a safetensors header: an avatar file
             return self._add_avatar_file(data, expect), ".avatar"
+        with self._decoding:  # a large photo is hundreds of MB while it is decoded: a few at a time
+            photo = self._decode(data)
+            return self._register_photo(photo, expect), ".photo"
+
+    def _register_photo(self, photo: np.ndarray, expect: str | None) -> str:
         from talkhead.render.warp import drawn_part
 
-        photo = self._decode(data)
-        aid = hashlib.sha256(photo.tobytes() + str(photo.shape).encode()).hexdigest()[:16]
+        h = hashlib.sha256(photo.data)  # hashed in place (the same id as photo.tobytes() + shape)
+        h.update(str(photo.shape).encode())
+        aid = h.hexdigest()[:16]
         _check_id(aid, expect)
         r = self.renderer(photo, aid)  # registers the face now (an error here is the upload's)
         # Kept at the size it is drawn at: the renderer's window of it and a margin, at most twice the frame.
         self._remember(aid, drawn_part(photo, r.face, r.size, r.framing))
-        return aid, ".photo"
+        return aid
 
     def _decode(self, data: bytes) -> np.ndarray:
         from PIL import Image, UnidentifiedImageError
@@ -59,7 +70,12 @@ class Avatars:
             with Image.open(io.BytesIO(data)) as im:
                 if max(im.size) > self.cfg.max_side:
                     raise InputError(f"photo over {self.cfg.max_side} px a side")
-                return np.asarray(im.convert("RGB"))
+                # Made smaller as it is decoded (a JPEG at a fraction of its scale): what is drawn of it is at
+                # most twice the frame, and a 48 MP photo whole is 150 MB here, 3 times over while it is read.
+                im.draft("RGB", (KEEP_SIDE, KEEP_SIDE))
+                if max(im.size) > KEEP_SIDE:
+                    im.thumbnail((KEEP_SIDE, KEEP_SIDE), Image.LANCZOS)
+                return np.asarray(im if im.mode == "RGB" else im.convert("RGB"))  # one copy, not two
         except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
             raise InputError(f"not a readable image: {e}") from None
 
