@@ -274,8 +274,9 @@ class AvatarRenderer:
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True) -> None:
-        """Given ``frames``, their crop maps ``affines``, fitted ``motion`` and mask points ``points``
-        (``Avatar.mask_points``) replace the avatar's base (``reenact``). ``detail``: the bank frames' detail
+        """Given ``frames`` (an array, or frames read forward as they are drawn: ``data.face_track.ForwardFrames``),
+        their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
+        the avatar's base (``reenact``). ``detail``: the bank frames' detail
         is added back, averaged over frames with this memory (the share of the previous average kept each
         frame; 0: each frame's own), times ``detail_gain``; None: not added. ``window``: decode only the
         latent cells under the paste mask (``decode_window``), not the whole crop (1.8x faster at 256 px, 0.3 dB
