@@ -1,0 +1,338 @@
+"""The face of a Pipecat voice agent: ``TalkheadVideoService`` sits between the TTS and the output transport.
+
+    pipeline = Pipeline([transport.input(), stt, llm, tts, TalkheadVideoService(avatar="me.avatar"),
+                         transport.output()])
+
+It feeds the TTS audio to a live student (``serve.session.LiveSession``, the same path as ``talkhead serve``)
+and sends downstream, at 25 fps, an ``OutputImageRawFrame`` per frame, each speech image followed by a
+``TTSAudioRawFrame`` of exactly the 40 ms of audio (16 kHz mono) that its face was drawn from. The TTS's
+own audio frames are swallowed, not passed on: the audio the transport plays is the audio the face was
+drawn from, re-chunked by frame, so it cannot drift from the images or be heard twice. Between utterances
+the images are idle motion (blinks, small head drift), so the face never freezes. Every other frame passes
+through untouched. Install with ``pip install 'talkhead[pipecat]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    OutputImageRawFrame,
+    StartFrame,
+    TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor, FrameProcessorSetup
+
+from talkhead.audio.tts import Resampler
+from talkhead.serve.session import FPS, LiveSession, Out
+
+SAMPLE_RATE = 16_000  # what the face is drawn from, and the rate of the audio it sends on
+UTTERANCE_KEY = "talkhead_utterance"  # image frames' metadata: the utterance number, None for idle
+REPEAT_KEY = "talkhead_repeat"  # image frames' metadata: True for the last image again (none drawn in time)
+_SILENT_S = 1.0  # an open utterance with no TTS audio for this long is closed (a TTS that never stops)
+_HELD_STOP_S = 2.0  # a held TTSStoppedFrame goes on after this long on idle frames, whatever happened
+_END_GRACE_S = 2.0  # EndFrame waits for the speech already given, for its length plus this
+
+
+_LOADING = threading.Lock()  # agents set up side by side load a model once, not once each
+
+
+def _model(name: str):
+    """A shipped model by name (or a checkpoint path), loaded and warmed once per process."""
+    with _LOADING:
+        return _load_model(name)
+
+
+@lru_cache(maxsize=4)
+def _load_model(name: str):
+    """Models are read once per process: several agents in one process share them (as ``talkhead serve``).
+    Each is run once on 1 s of quiet noise here: its first call (the speech encoder's load, the first
+    window) costs 0.3-0.5 s, which the first utterance would otherwise wait for."""
+    from talkhead.pipeline import MotionConfig, load_model, motion_from_audio
+
+    model = load_model(name)
+    quiet = np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32)
+    motion_from_audio(model, quiet, MotionConfig())
+    return model
+
+
+def _renderer(avatar: str | Path | None, size: int):
+    """A ``.avatar`` file (its own size), a photo drawn at ``size``, or the built-in photo."""
+    from talkhead.render import make_renderer
+    from talkhead.render.avatar import AvatarRenderer
+    from talkhead.render.face import default_photo, load_image
+
+    if avatar is not None and Path(avatar).suffix == ".avatar":
+        return AvatarRenderer(avatar, seed=0, window=True)  # live: the mask's window only, as serve draws it
+    photo = default_photo() if avatar is None else load_image(avatar)
+    return make_renderer("warp", photo, size, "cpu", "astronaut" if avatar is None else Path(avatar).stem)
+
+
+def pcm_to_mono(data: bytes, channels: int) -> np.ndarray:
+    """Interleaved PCM16 -> mono float32 in [-1, 1]. A trailing partial sample (an odd byte count, or a
+    frame cut between channels) is dropped: a TTS chunk boundary is not ours to repair."""
+    channels = max(1, int(channels))
+    usable = len(data) // (2 * channels) * 2 * channels
+    pcm = np.frombuffer(data[:usable], "<i2").astype(np.float32) / 32768.0
+    return pcm.reshape(-1, channels).mean(axis=1)
+
+
+class _AudioIn:
+    """TTS audio at any rate and channel count -> mono float32 at 16 kHz, in order, chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.rate: int | None = None
+        self.resampler: Resampler | None = None
+
+    def push(self, frame: TTSAudioRawFrame) -> np.ndarray:
+        out = []
+        if frame.sample_rate != self.rate:  # a new rate: the old one's held-back tail first
+            out.append(self.flush())
+            self.rate, self.resampler = frame.sample_rate, Resampler(frame.sample_rate)
+        out.append(self.resampler.push(pcm_to_mono(frame.audio, frame.num_channels)))
+        return np.concatenate(out)
+
+    def flush(self) -> np.ndarray:
+        """The end of an utterance: the samples the resampler held back for its filter."""
+        return self.resampler.flush() if self.resampler is not None else np.zeros(0, np.float32)
+
+
+class TalkheadVideoService(FrameProcessor):
+    """TTS audio in, a talking face out: images at 25 fps, each speech image with its own 40 ms of audio.
+
+    - ``TTSAudioRawFrame`` (any sample rate or channel count): drives the face, and is swallowed; the same
+      audio comes out again as 16 kHz mono ``TTSAudioRawFrame``s, one per speech image, right after it.
+    - ``TTSStartedFrame`` passes on at once; ``TTSStoppedFrame`` closes the utterance and passes on after
+      its last image, so the transport's "bot stopped speaking" comes when the face stops.
+    - ``InterruptionFrame``: the queued speech is dropped (at most the 1-2 images being drawn are still
+      sent), the face goes back to idle, and the interruption is forwarded.
+    - ``EndFrame``: the speech already given is shown first (bounded by its length), then the clock stops;
+      ``CancelFrame`` stops it at once.
+    - Everything else passes through untouched.
+
+    Nothing here queues up: the face draws at most 3 frames ahead of a 25 fps clock; a clock that falls
+    behind (a slow downstream push, a busy CPU) skips its missed ticks, which only ever drops idle images,
+    never speech or its audio. Image metadata: ``"talkhead_utterance"``, the utterance number (None: idle or
+    a repeat); ``"talkhead_repeat"``, True where no frame was drawn in time and the last image goes again.
+
+    For a transport, ``video_out_enabled=True, video_out_is_live=True, video_out_framerate=25`` and
+    ``video_out_width``/``video_out_height`` of the face (``size``, or the ``.avatar``'s own size).
+    """
+
+    def __init__(self, *, avatar: str | Path | None = None, size: int = 256, model: str = "student-1-whisper",
+                 live_model: str = "student-1-whisper-live", server_url: str | None = None, seed: int = 0,
+                 sync_with_audio: bool = False, **kwargs) -> None:
+        """``avatar``: a photo or ``.avatar`` path (None: the built-in photo); ``size``: a photo's drawn size
+        in pixels; ``model``/``live_model``: shipped model names or checkpoint paths; ``server_url``: only
+        None (in-process) for now; ``seed``: idle motion's seed; ``sync_with_audio``: set on every image, for
+        a transport with ``video_out_is_live=False`` (Pipecat 1.14 never draws synced images when live)."""
+        if server_url is not None:
+            raise ValueError("TalkheadVideoService renders in-process only for now: leave server_url as None "
+                             f"(a running 'talkhead serve' at {server_url!r} is not supported yet)")
+        if avatar is not None and not Path(avatar).is_file():
+            raise ValueError(f"no such photo or .avatar file: {avatar}")
+        if not isinstance(size, int) or not 32 <= size <= 1024:
+            raise ValueError(f"size is a whole number of pixels from 32 to 1024, not {size!r}")
+        super().__init__(**kwargs)
+        self._avatar, self._size, self._seed, self._sync = avatar, size, seed, sync_with_audio
+        self._model_names = (model, live_model)
+        self._session: LiveSession | None = None
+        self._pacer: asyncio.Task | None = None
+        self._input = _AudioIn()
+        self._open: int | None = None  # the utterance being fed
+        self._latest = 0  # the last utterance number the session gave
+        self._dropped = 0  # utterances up to this one were interrupted: their frames are never sent
+        self._done = 0  # the last utterance whose last image was sent
+        self._last_in = 0.0  # when TTS audio last came
+        self._held: list[tuple[int, float, TTSStoppedFrame]] = []  # (utterance, when, frame)
+        self._last_image: np.ndarray | None = None
+
+    def _open_session(self) -> LiveSession:
+        from talkhead.pipeline import MotionConfig
+
+        model, live = (_model(n) for n in self._model_names)
+        return LiveSession(model, _renderer(self._avatar, self._size), MotionConfig(seed=self._seed),
+                           live_model=live)
+
+    async def setup(self, setup: FrameProcessorSetup) -> None:
+        """Load the models and the face (seconds) here: Pipecat sets processors up side by side, before
+        StartFrame, so the agent pays for the slowest processor rather than for all of them."""
+        await super().setup(setup)
+        self._session = await asyncio.to_thread(self._open_session)
+
+    async def cleanup(self) -> None:
+        """Stop the clock and the session's drawing thread (idempotent)."""
+        await super().cleanup()
+        await self._stop()
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        """Route one frame; see the class docstring."""
+        await super().process_frame(frame, direction)
+        if isinstance(frame, InterruptionFrame):  # either way: a transport's broadcast comes upstream
+            self._interrupt()
+            await self.push_frame(frame, direction)
+        elif direction != FrameDirection.DOWNSTREAM:
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, StartFrame):
+            await self.push_frame(frame, direction)  # StartFrame reaches every processor before our images
+            await self._start()
+        elif isinstance(frame, TTSAudioRawFrame):
+            self._feed(frame)  # swallowed: it comes out again, frame by frame, with its images
+        elif isinstance(frame, TTSStartedFrame):
+            self._close_utterance()  # a TTS that never sent TTSStoppedFrame: its speech ends here
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, TTSStoppedFrame):
+            await self._stopped(frame)
+        elif isinstance(frame, EndFrame):
+            await self._finish()
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, CancelFrame):
+            await self._stop()
+            await self.push_frame(frame, direction)
+        else:
+            await self.push_frame(frame, direction)
+
+    # -- TTS audio in (the processing task) --
+    def _feed(self, frame: TTSAudioRawFrame) -> None:
+        if self._session is None:
+            return  # before the start or after the end: no face to drive
+        self._last_in = time.monotonic()
+        pcm = self._input.push(frame)
+        if len(pcm):
+            self._open = self._latest = self._session.audio(pcm)
+
+    def _close_utterance(self) -> int | None:
+        """End the utterance being fed; its number, or None if none was open."""
+        if self._session is None:
+            return None
+        tail = self._input.flush()
+        if len(tail) and self._open is not None:
+            self._session.audio(tail)
+        number, self._open = self._open, None
+        self._session.audio_end()
+        return number
+
+    async def _stopped(self, frame: TTSStoppedFrame) -> None:
+        number = self._close_utterance()
+        if number is None or number <= max(self._done, self._dropped) or self._pacer is None:
+            await self.push_frame(frame)  # no speech of its own still to show
+        else:
+            self._held.append((number, time.monotonic(), frame))
+
+    def _interrupt(self) -> None:
+        if self._session is None:
+            return
+        self._input = _AudioIn()  # the samples it holds back belong to the dropped speech
+        self._open, self._dropped = None, self._latest
+        self._session.interrupt()
+        # Their speech is gone: downstream, the interruption itself ends it (as it does for any TTS).
+        self._held.clear()
+
+    # -- the clock (its own task) --
+    async def _start(self) -> None:
+        if self._session is None:  # setup() was not called (a processor used outside a pipeline task)
+            self._session = await asyncio.to_thread(self._open_session)
+        if self._pacer is None:
+            self._pacer = self.create_task(self._pace(), name="talkhead-pace")
+
+    async def _pace(self) -> None:
+        """One image every 40 ms: the next one drawn, or the last one again if none is ready."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        while self._session is not None:
+            if self._open is not None and time.monotonic() - self._last_in > _SILENT_S:
+                self._close_utterance()
+            out = self._next_out()
+            await self._emit(out)
+            due += 1 / FPS
+            behind = loop.time() - due
+            if behind > 2 / FPS:  # fell behind: skip the missed ticks, never queue images up
+                due += int(behind * FPS) / FPS
+            if (out is None or out.utterance is None) and await self._speech_before(due):
+                due = loop.time()  # new speech goes now, not at the next tick: the clock restarts from it
+            else:
+                await asyncio.sleep(max(0.0, due - loop.time()))
+
+    async def _speech_before(self, due: float) -> bool:
+        """While speech given is not yet shown, wait until ``due`` in 5 ms steps; True as soon as its first
+        frame is ready (it would wait half a frame, 20 ms, on average for the next tick)."""
+        loop, after = asyncio.get_running_loop(), max(self._dropped, self._done)
+        if self._latest <= after:
+            return False
+        while (left := due - loop.time()) > 0:
+            if self._session is not None and self._session.speech_waiting(after):
+                return True
+            await asyncio.sleep(min(left, 0.005))
+        return False
+
+    def _next_out(self) -> Out | None:
+        out = self._session.take() if self._session is not None else None
+        while out is not None and out.utterance is not None and out.utterance <= self._dropped:
+            out = self._session.take()  # drawn before the interrupt: never sent
+        return out
+
+    async def _emit(self, out: Out | None) -> None:
+        if out is None:
+            if self._last_image is not None:  # nothing drawn in time: the transport still gets 25 fps
+                await self.push_frame(self._image_frame(self._last_image, None, repeat=True))
+            await self._release_stops(None)
+            return
+        self._last_image = out.image
+        await self.push_frame(self._image_frame(out.image, out.utterance))
+        if out.audio is not None:
+            await self.push_frame(TTSAudioRawFrame(out.audio.tobytes(), SAMPLE_RATE, 1))
+        if out.last:
+            self._done = max(self._done, out.utterance)
+        await self._release_stops(out.utterance if out.last else None if out.utterance is None
+                                  else out.utterance - 1)
+
+    async def _release_stops(self, upto: int | None) -> None:
+        """Send the held TTSStoppedFrames of utterances up to ``upto`` (their last image is out), and any
+        held longer than ``_HELD_STOP_S`` while idle (an utterance too short to draw a frame)."""
+        now, keep = time.monotonic(), []
+        for number, since, frame in self._held:
+            if (upto is not None and number <= upto) or (upto is None and now - since > _HELD_STOP_S):
+                await self.push_frame(frame)
+            else:
+                keep.append((number, since, frame))
+        self._held = keep
+
+    def _image_frame(self, image: np.ndarray, utterance: int | None, repeat: bool = False) -> OutputImageRawFrame:
+        h, w = image.shape[:2]
+        frame = OutputImageRawFrame(image=np.ascontiguousarray(image).tobytes(), size=(w, h), format="RGB")
+        frame.sync_with_audio = self._sync
+        frame.metadata[UTTERANCE_KEY], frame.metadata[REPEAT_KEY] = utterance, repeat
+        return frame
+
+    # -- the end --
+    async def _finish(self) -> None:
+        """EndFrame: show (and send) the speech already given, for at most its length plus a grace."""
+        self._close_utterance()
+        if self._session is not None and self._pacer is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self._session.client_backlog_s() + _END_GRACE_S
+            while self._done < self._latest and self._dropped < self._latest and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+        await self._stop()
+        for _, _, frame in self._held:
+            await self.push_frame(frame)
+        self._held.clear()
+
+    async def _stop(self) -> None:
+        pacer, self._pacer = self._pacer, None
+        if pacer is not None:
+            await self.cancel_task(pacer)
+        session, self._session = self._session, None
+        if session is not None:
+            await asyncio.to_thread(session.close)  # joins the drawing thread: not on the event loop
