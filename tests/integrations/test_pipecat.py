@@ -172,11 +172,42 @@ def test_tts_audio_at_48k_stereo_with_empty_and_odd_chunks_is_all_spoken():
     assert abs(samples - len(wav)) <= 640 and abs(len(_speech_images(down)) - 25) <= 1
 
 
-def test_a_server_url_or_a_missing_avatar_is_refused_at_once():
-    with pytest.raises(ValueError, match="in-process"):
-        TalkheadVideoService(server_url="http://127.0.0.1:8000")
+def test_a_bad_server_url_or_a_missing_avatar_is_refused_at_once():
+    with pytest.raises(ValueError, match="server_url"):
+        TalkheadVideoService(server_url="ftp://127.0.0.1:8000")
     with pytest.raises(ValueError, match="no such"):
         TalkheadVideoService(avatar="/nonexistent/me.avatar")
+
+
+def test_the_remote_backend_gives_the_same_accounting_from_a_real_talkhead_serve(server):
+    wav = _speech_s(1.0)
+    down = _run(TalkheadVideoService(server_url=f"http://{server}"), _tts_frames(wav))
+    speech, audio = _speech_images(down), _audio(down)
+    assert abs(len(speech) - 25) <= 1, len(speech)
+    assert all(a.sample_rate == 16_000 and a.num_frames == 640 for a in audio) and len(audio) == len(speech)
+    out = np.concatenate([np.frombuffer(a.audio, "<i2") for a in audio]).astype(np.float32) / 32767
+    assert abs(len(out) - len(wav)) <= 640
+    n = min(len(out), len(wav))
+    assert np.corrcoef(out[:n], wav[:n])[0, 1] > 0.99
+    assert speech[0].size == (128, 128) and speech[0].format == "RGB"  # the server's size (tests/conftest.py)
+    stops = [i for i, f in enumerate(down) if isinstance(f, TTSStoppedFrame)]
+    assert len(stops) == 1 and stops[0] > down.index(speech[-1])
+
+
+def test_a_server_that_does_not_answer_is_an_error_frame_and_the_agent_still_speaks():
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    frames = _tts_frames(_speech_s(0.2))
+    t0 = time.perf_counter()
+    down, up = asyncio.run(run_test(TalkheadVideoService(server_url=f"http://127.0.0.1:{port}"),
+                                    frames_to_send=frames, start_timeout=START_S))
+    assert time.perf_counter() - t0 < 10.0
+    assert [f for f in up if type(f).__name__ == "ErrorFrame" and str(port) in f.error]
+    assert not _images(down)
+    assert [f for f in down if isinstance(f, TTSAudioRawFrame)] == frames[1:-1]  # the TTS audio, untouched
 
 
 def test_a_tts_that_never_stops_is_spoken_whole_and_the_face_goes_back_to_idle():
@@ -188,3 +219,21 @@ def test_a_tts_that_never_stops_is_spoken_whole_and_the_face_goes_back_to_idle()
     assert abs(len(speech) - 25) <= 1
     after = [i for i in images[images.index(speech[-1]) + 1:] if not i.metadata[REPEAT_KEY]]
     assert len(after) >= 10  # idle motion drawn again, not the last speech image held
+
+
+def test_the_remote_backend_uploads_the_photo_and_stops_on_an_interruption(server, tmp_path):
+    from PIL import Image
+
+    from talkhead.render.face import default_photo
+
+    photo = tmp_path / "me.png"
+    Image.fromarray(default_photo()).save(photo)
+    service = TalkheadVideoService(server_url=f"http://{server}", avatar=photo)
+    watch = _FirstSpeech(service)
+    down = _run(service, _interrupt_after_speech(watch, _speech_s(3.0), 0.3, 1.0), observers=[watch])
+    cut = next(i for i, f in enumerate(down) if isinstance(f, InterruptionFrame))
+    assert 3 <= len(_speech_images(down[:cut])) < 70
+    stale = _speech_images(down[cut + 1:])
+    assert len(stale) <= 2, len(stale)
+    drawn = [i for i in _images(down[cut + 1:])[len(stale):] if not i.metadata[REPEAT_KEY]]
+    assert len(drawn) >= 15 and not _speech_images(drawn)

@@ -9,7 +9,8 @@ and sends downstream, at 25 fps, an ``OutputImageRawFrame`` per frame, each spee
 own audio frames are swallowed, not passed on: the audio the transport plays is the audio the face was
 drawn from, re-chunked by frame, so it cannot drift from the images or be heard twice. Between utterances
 the images are idle motion (blinks, small head drift), so the face never freezes. Every other frame passes
-through untouched. Install with ``pip install 'talkhead[pipecat]'``.
+through untouched. With ``server_url`` the frames come from a running ``talkhead serve`` instead
+(``integrations._remote``), through the same clock. Install with ``pip install 'talkhead[pipecat]'``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor, FrameProcessorSetup
 
 from talkhead.audio.tts import Resampler
+from talkhead.integrations._remote import RemoteSession, stream_url
 from talkhead.serve.session import FPS, LiveSession, Out
 
 SAMPLE_RATE = 16_000  # what the face is drawn from, and the rate of the audio it sends on
@@ -43,6 +45,7 @@ REPEAT_KEY = "talkhead_repeat"  # image frames' metadata: True for the last imag
 _SILENT_S = 1.0  # an open utterance with no TTS audio for this long is closed (a TTS that never stops)
 _HELD_STOP_S = 2.0  # a held TTSStoppedFrame goes on after this long on idle frames, whatever happened
 _END_GRACE_S = 2.0  # EndFrame waits for the speech already given, for its length plus this
+_CONNECT_S = 5.0  # a server that does not answer in this long: an ErrorFrame, and the pipeline goes on faceless
 
 
 _LOADING = threading.Lock()  # agents set up side by side load a model once, not once each
@@ -134,12 +137,13 @@ class TalkheadVideoService(FrameProcessor):
                  live_model: str = "student-1-whisper-live", server_url: str | None = None, seed: int = 0,
                  sync_with_audio: bool = False, **kwargs) -> None:
         """``avatar``: a photo or ``.avatar`` path (None: the built-in photo); ``size``: a photo's drawn size
-        in pixels; ``model``/``live_model``: shipped model names or checkpoint paths; ``server_url``: only
-        None (in-process) for now; ``seed``: idle motion's seed; ``sync_with_audio``: set on every image, for
-        a transport with ``video_out_is_live=False`` (Pipecat 1.14 never draws synced images when live)."""
+        in pixels; ``model``/``live_model``: shipped model names or checkpoint paths (in-process);
+        ``server_url``: None renders in-process, ``http://HOST:PORT`` (``?token=T``) takes the frames of a
+        running ``talkhead serve`` (its own models and size; ``avatar`` is uploaded to it); ``seed``: idle
+        motion's seed; ``sync_with_audio``: set on every image, for a transport with
+        ``video_out_is_live=False`` (Pipecat 1.14 never draws synced images when live)."""
         if server_url is not None:
-            raise ValueError("TalkheadVideoService renders in-process only for now: leave server_url as None "
-                             f"(a running 'talkhead serve' at {server_url!r} is not supported yet)")
+            stream_url(server_url)  # a malformed URL is refused now, not when the pipeline starts
         if avatar is not None and not Path(avatar).is_file():
             raise ValueError(f"no such photo or .avatar file: {avatar}")
         if not isinstance(size, int) or not 32 <= size <= 1024:
@@ -157,6 +161,7 @@ class TalkheadVideoService(FrameProcessor):
         self._last_in = 0.0  # when TTS audio last came
         self._held: list[tuple[int, float, TTSStoppedFrame]] = []  # (utterance, when, frame)
         self._last_image: np.ndarray | None = None
+        self._server_url, self._faceless = server_url, ""  # why there is no face (a server that did not answer)
 
     def _open_session(self) -> LiveSession:
         from talkhead.pipeline import MotionConfig
@@ -169,7 +174,19 @@ class TalkheadVideoService(FrameProcessor):
         """Load the models and the face (seconds) here: Pipecat sets processors up side by side, before
         StartFrame, so the agent pays for the slowest processor rather than for all of them."""
         await super().setup(setup)
-        self._session = await asyncio.to_thread(self._open_session)
+        await self._make_face()
+
+    async def _make_face(self) -> None:
+        if self._server_url is None:
+            self._session = await asyncio.to_thread(self._open_session)
+            return
+        remote = RemoteSession()
+        try:
+            await remote.connect(self._server_url, self._avatar, self._seed, _CONNECT_S)
+            self._session = remote
+        except Exception as e:  # noqa: BLE001  (any failure to reach the server: reported once the pipeline runs)
+            await remote.aclose()
+            self._faceless = f"talkhead serve at {self._server_url} did not answer ({e!r}): no face, audio passes"
 
     async def cleanup(self) -> None:
         """Stop the clock and the session's drawing thread (idempotent)."""
@@ -188,7 +205,8 @@ class TalkheadVideoService(FrameProcessor):
             await self.push_frame(frame, direction)  # StartFrame reaches every processor before our images
             await self._start()
         elif isinstance(frame, TTSAudioRawFrame):
-            self._feed(frame)  # swallowed: it comes out again, frame by frame, with its images
+            if not self._feed(frame):  # taken: it comes out again, frame by frame, with its images
+                await self.push_frame(frame, direction)  # no face: the agent still speaks
         elif isinstance(frame, TTSStartedFrame):
             self._close_utterance()  # a TTS that never sent TTSStoppedFrame: its speech ends here
             await self.push_frame(frame, direction)
@@ -204,13 +222,15 @@ class TalkheadVideoService(FrameProcessor):
             await self.push_frame(frame, direction)
 
     # -- TTS audio in (the processing task) --
-    def _feed(self, frame: TTSAudioRawFrame) -> None:
-        if self._session is None:
-            return  # before the start or after the end: no face to drive
+    def _feed(self, frame: TTSAudioRawFrame) -> bool:
+        """Give the face its audio; False if there is no face to give it to (not started, ended, lost)."""
+        if self._session is None or not getattr(self._session, "alive", True):
+            return False
         self._last_in = time.monotonic()
         pcm = self._input.push(frame)
         if len(pcm):
             self._open = self._latest = self._session.audio(pcm)
+        return True
 
     def _close_utterance(self) -> int | None:
         """End the utterance being fed; its number, or None if none was open."""
@@ -241,9 +261,11 @@ class TalkheadVideoService(FrameProcessor):
 
     # -- the clock (its own task) --
     async def _start(self) -> None:
-        if self._session is None:  # setup() was not called (a processor used outside a pipeline task)
-            self._session = await asyncio.to_thread(self._open_session)
-        if self._pacer is None:
+        if self._session is None and not self._faceless:  # setup() was not called (used outside a pipeline)
+            await self._make_face()
+        if self._faceless:
+            await self.push_error(self._faceless)
+        elif self._pacer is None:
             self._pacer = self.create_task(self._pace(), name="talkhead-pace")
 
     async def _pace(self) -> None:
@@ -251,6 +273,8 @@ class TalkheadVideoService(FrameProcessor):
         loop = asyncio.get_running_loop()
         due = loop.time()
         while self._session is not None:
+            if not await self._report():
+                return
             if self._open is not None and time.monotonic() - self._last_in > _SILENT_S:
                 self._close_utterance()
             out = self._next_out()
@@ -276,6 +300,18 @@ class TalkheadVideoService(FrameProcessor):
             await asyncio.sleep(min(left, 0.005))
         return False
 
+    async def _report(self) -> bool:
+        """A remote session's errors go upstream as ErrorFrames; False once its connection is gone (the
+        face stops there, and TTS audio passes through from then on)."""
+        session = self._session
+        while getattr(session, "errors", None):
+            await self.push_error(session.errors.pop(0))
+        if getattr(session, "alive", True):
+            return True
+        self._session, self._pacer, self._faceless = None, None, "talkhead serve: connection lost"
+        await session.aclose()
+        return False
+
     def _next_out(self) -> Out | None:
         out = self._session.take() if self._session is not None else None
         while out is not None and out.utterance is not None and out.utterance <= self._dropped:
@@ -283,6 +319,8 @@ class TalkheadVideoService(FrameProcessor):
         return out
 
     async def _emit(self, out: Out | None) -> None:
+        # A remote server's "done" can come after its last frame was taken: it says which utterance ended.
+        self._done = max(self._done, getattr(self._session, "finished", 0))
         if out is None:
             if self._last_image is not None:  # nothing drawn in time: the transport still gets 25 fps
                 await self.push_frame(self._image_frame(self._last_image, None, repeat=True))
@@ -334,5 +372,7 @@ class TalkheadVideoService(FrameProcessor):
         if pacer is not None:
             await self.cancel_task(pacer)
         session, self._session = self._session, None
-        if session is not None:
+        if isinstance(session, RemoteSession):
+            await session.aclose()
+        elif session is not None:
             await asyncio.to_thread(session.close)  # joins the drawing thread: not on the event loop
