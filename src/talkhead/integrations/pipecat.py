@@ -22,18 +22,22 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from pipecat.frames.frames import (
-    CancelFrame,
-    EndFrame,
-    Frame,
-    InterruptionFrame,
-    OutputImageRawFrame,
-    StartFrame,
-    TTSAudioRawFrame,
-    TTSStartedFrame,
-    TTSStoppedFrame,
-)
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor, FrameProcessorSetup
+
+try:
+    from pipecat.frames.frames import (
+        CancelFrame,
+        EndFrame,
+        Frame,
+        InterruptionFrame,
+        OutputImageRawFrame,
+        StartFrame,
+        TTSAudioRawFrame,
+        TTSStartedFrame,
+        TTSStoppedFrame,
+    )
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor, FrameProcessorSetup
+except ModuleNotFoundError as e:  # an optional extra: say how to get it
+    raise ModuleNotFoundError(f"{e}: talkhead's Pipecat service needs pip install 'talkhead[pipecat]'") from e
 
 from talkhead.audio.tts import Resampler
 from talkhead.integrations._remote import RemoteSession, stream_url
@@ -44,7 +48,7 @@ UTTERANCE_KEY = "talkhead_utterance"  # image frames' metadata: the utterance nu
 REPEAT_KEY = "talkhead_repeat"  # image frames' metadata: True for the last image again (none drawn in time)
 _SILENT_S = 1.0  # an open utterance with no TTS audio for this long is closed (a TTS that never stops)
 _HELD_STOP_S = 2.0  # a held TTSStoppedFrame goes on after this long on idle frames, whatever happened
-_END_GRACE_S = 2.0  # EndFrame waits for the speech already given, for its length plus this
+_END_GRACE_S = 2.0  # EndFrame waits for the speech given while its images come, till this long without one
 _CONNECT_S = 5.0  # a server that does not answer in this long: an ErrorFrame, and the pipeline goes on faceless
 
 
@@ -120,7 +124,7 @@ class TalkheadVideoService(FrameProcessor):
       its last image, so the transport's "bot stopped speaking" comes when the face stops.
     - ``InterruptionFrame``: the queued speech is dropped (at most the 1-2 images being drawn are still
       sent), the face goes back to idle, and the interruption is forwarded.
-    - ``EndFrame``: the speech already given is shown first (bounded by its length), then the clock stops;
+    - ``EndFrame``: the speech already given is shown first (while its images keep coming), then the clock stops;
       ``CancelFrame`` stops it at once.
     - Everything else passes through untouched.
 
@@ -161,6 +165,7 @@ class TalkheadVideoService(FrameProcessor):
         self._last_in = 0.0  # when TTS audio last came
         self._held: list[tuple[int, float, TTSStoppedFrame]] = []  # (utterance, when, frame)
         self._last_image: np.ndarray | None = None
+        self._spoken = 0  # speech images sent
         self._server_url, self._faceless = server_url, ""  # why there is no face (a server that did not answer)
 
     def _open_session(self) -> LiveSession:
@@ -330,6 +335,7 @@ class TalkheadVideoService(FrameProcessor):
         await self.push_frame(self._image_frame(out.image, out.utterance))
         if out.audio is not None:
             await self.push_frame(TTSAudioRawFrame(out.audio.tobytes(), SAMPLE_RATE, 1))
+            self._spoken += 1
         if out.last:
             self._done = max(self._done, out.utterance)
         await self._release_stops(out.utterance if out.last else None if out.utterance is None
@@ -355,13 +361,18 @@ class TalkheadVideoService(FrameProcessor):
 
     # -- the end --
     async def _finish(self) -> None:
-        """EndFrame: show (and send) the speech already given, for at most its length plus a grace."""
+        """EndFrame: show (and send) the speech already given, as long as its images keep coming (a busy CPU
+        draws slower than real time: a wall-clock bound would cut it short) and no more than a grace after."""
         self._close_utterance()
         if self._session is not None and self._pacer is not None:
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + self._session.client_backlog_s() + _END_GRACE_S
-            while self._done < self._latest and self._dropped < self._latest and loop.time() < deadline:
+            seen, since = self._spoken, loop.time()
+            while self._done < self._latest and self._dropped < self._latest:
                 await asyncio.sleep(0.02)
+                if self._spoken != seen:
+                    seen, since = self._spoken, loop.time()
+                elif loop.time() - since > _END_GRACE_S:
+                    break  # an utterance that never ends (too short to draw a frame, a lost server)
         await self._stop()
         for _, _, frame in self._held:
             await self.push_frame(frame)
