@@ -51,15 +51,52 @@ class LipsConfig:
                                                          "motion draws on the person's own face, in 0.02 face widths"})
     augmented: int = field(default=2, metadata={"help": "augmented copies of each real clip's audio (telephone, "
                                                          "room, noise, level)", "flag": "--augment"})
+    smooth: float = field(default=0.0, metadata={"help": "Gaussian smoothing of the captured real motion over frames "
+                                                        "(sigma in frames, within each stretch of seen lips; 0: off)"})
+    jaw: float = field(default=0.0, metadata={"help": "weight of holding jawOpen on real speech to the starting "
+                                                      "model's (the phone-rig guard)"})
     ema: float = field(default=0.99, metadata={"help": "EMA decay of the saved weights"})
     hold_out: tuple[str, ...] = field(default=(), metadata={"help": "people never learnt from (comma-separated)",
                                                             "metavar": "P1,P2,..."})
     seed: int = 0
 
 
+def smooth_seen(motion: Tensor, valid: Tensor, sigma: float) -> Tensor:
+    """``motion`` [T, D] smoothed over frames by a Gaussian of ``sigma`` frames within each run of ``valid``
+    frames (the kernel renormalised at a run's ends, so a constant stays constant and no unseen frame leaks
+    in); unseen frames are returned as they were. Why: dlib's landmarks jitter from frame to frame, and a
+    model fine-tuned on the raw capture learnt that jitter (1.48x the teacher's, docs/lips.md)."""
+    if sigma <= 0:
+        return motion
+    radius = max(1, int(np.ceil(3 * sigma)))
+    kernel = torch.exp(-0.5 * (torch.arange(-radius, radius + 1, dtype=torch.float64) / sigma) ** 2)
+    out = motion.clone()
+    seen = valid[: len(motion)].bool().tolist() + [False]
+    start = None
+    for i, s in enumerate(seen):
+        if s and start is None:
+            start = i
+        elif not s and start is not None:
+            out[start:i] = _gaussian(motion[start:i], kernel).to(motion.dtype)
+            start = None
+    return out
+
+
+def _gaussian(x: Tensor, kernel: Tensor) -> Tensor:
+    """[n, D] convolved over frames with ``kernel``, weights renormalised over the frames inside."""
+    r = len(kernel) // 2
+
+    def conv(y: Tensor) -> Tensor:  # zeros outside the run: they add nothing to the sum nor to the weights
+        return nn.functional.conv1d(nn.functional.pad(y.T[:, None], (r, r)), kernel.view(1, 1, -1))[:, 0].T
+
+    x = x.double()
+    return conv(x) / conv(torch.ones(len(x), 1, dtype=torch.float64))
+
+
 def real_clips(corpus: str | Path, model: MotionModel, hold_out: tuple[str, ...],
-               augmented: int = 0) -> tuple[Clips, list[Tensor]]:
-    """The trainable clips of a ``data talking`` corpus whose person is not held out, and their masks."""
+               augmented: int = 0, smooth: float = 0.0) -> tuple[Clips, list[Tensor]]:
+    """The trainable clips of a ``data talking`` corpus whose person is not held out, and their masks;
+    ``smooth`` > 0 smooths their captured motion (``smooth_seen``)."""
     from talkhead.data.talking import clip_arrays
 
     clips = load_clips(corpus, "train", model.features, augmented=augmented)
@@ -69,6 +106,7 @@ def real_clips(corpus: str | Path, model: MotionModel, hold_out: tuple[str, ...]
     picked = Clips([clips.audio[i] for i in keep], [clips.motion[i] for i in keep], [clips.rows[i] for i in keep],
                    features=clips.features, variants=[clips.variants[i] for i in keep] if augmented else None)
     masks = [torch.from_numpy(clip_arrays(corpus, r)["valid"][: len(m)]) for r, m in zip(picked.rows, picked.motion)]
+    picked.motion = [smooth_seen(m, k, smooth) for m, k in zip(picked.motion, masks)]
     return picked, masks
 
 
@@ -85,6 +123,7 @@ class LipsObjective:
         mouth = torch.zeros(SPEC.dim, dtype=torch.bool)
         mouth[SPEC.mouth] = True
         self.mouth = mouth
+        self.jaw = SPEC["jawOpen"]
 
     def _timesteps(self, b: int, gen: torch.Generator) -> Tensor:
         if self.grid is None:
@@ -115,6 +154,8 @@ class LipsObjective:
         if cfg.points and self.rigs is not None:
             loss = loss + cfg.points * self._lip_shape(pred, batch)
         loss = loss + cfg.keep * (pred[..., ~m] - held[..., ~m]).pow(2).mean()
+        if cfg.jaw:  # the capture opens lips with other channels than jawOpen; the phone rig wants jawOpen
+            loss = loss + cfg.jaw * (pred[..., self.jaw] - held[..., self.jaw]).pow(2).mean()
         if self.synthetic is not None:
             pred, held = self._predict(module, self.synthetic.sample(cfg.batch, gen), gen)
             weight = torch.where(m, cfg.synthetic_mouth, 1.0)
@@ -150,7 +191,7 @@ def finetune_lips(init: str | Path, real: str | Path, out: str | Path, cfg: Lips
     if state.exists() and not resume:
         raise InputError(f"{state} holds a run; pass --resume to continue it or choose another --out")
     base = load(init)
-    clips, masks = real_clips(real, base, cfg.hold_out, cfg.augmented)
+    clips, masks = real_clips(real, base, cfg.hold_out, cfg.augmented, cfg.smooth)
     model = MotionModel(copy.deepcopy(base.denoiser), base.features, base.norm, dict(base.sampling), dict(base.meta))
     model.denoiser.train()
     win, tail = base.cfg.window, base.cfg.tail
