@@ -165,6 +165,24 @@ def talking_video(tmp_path_factory):
     return video, load_motion(root / "true.npy")
 
 
+@pytest.fixture(scope="session")
+def talking_corpus(talking_video, tmp_path_factory):
+    """A ``data talking`` corpus of the talking video: one trainable clip of one person, "ann"."""
+    import json
+    import shutil
+
+    from talkhead.cli import main
+
+    video, _ = talking_video
+    root = tmp_path_factory.mktemp("talking")
+    (root / "videos").mkdir()
+    shutil.copy(video, root / "videos" / "talk.mp4")
+    (root / "people.json").write_text(json.dumps({"people": {"talk": "ann"}}))
+    assert main(["data", "talking", str(root / "videos"), "--out", str(root / "corpus"), "--people",
+                 str(root / "people.json"), "--quiet", "--no-occlusion"]) == 0
+    return root / "corpus"
+
+
 def tiny_avatar_config():
     from talkhead.data.avatar import AvatarDataConfig
     from talkhead.train.avatar import AvatarTrainConfig

@@ -53,10 +53,12 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
 
 
 def load_model(name: str | None) -> MotionModel:
-    """A shipped model by name, a checkpoint path, or the default shipped model."""
-    from talkhead.motion.model import default_model_name, load
+    """A shipped model by name, a checkpoint path, or the default shipped model, wearing the shipped lip
+    net when its front end fits (``MODEL+none``: the model's own lips; ``MODEL+LIPS``: another net)."""
+    from talkhead.motion.model import default_model_name, load, split_lips, with_lips
 
-    return load(name or default_model_name())
+    model = load(name or default_model_name())
+    return model if split_lips(name or "")[1] is not None else with_lips(model, None, strict=False)
 
 
 @dataclass(frozen=True)

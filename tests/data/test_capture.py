@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from talkhead.cli import main
+from talkhead.errors import InputError
 from talkhead.data.video import capture
 from talkhead.metrics import pearson
 from talkhead.rig.io import load_motion
@@ -159,3 +160,19 @@ def test_frames_hours_apart_are_refused_at_once(tmp_path, capsys):
     assert time.perf_counter() - t0 < 10
     err = capsys.readouterr().err
     assert "runs past 3600 s" in err and "Traceback" not in err
+
+
+def test_max_seconds_refuses_a_longer_video_before_its_frames_are_read(write_video, tmp_path, capsys):
+    video = write_video(tmp_path / "four.mp4", np.full((100, 64, 64, 3), 90, np.uint8))  # 4 s at 25 fps
+    out = tmp_path / "m.csv"
+    assert main(["motion", "--from-video", str(video), "-o", str(out), "--max-seconds", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "four.mp4 runs past 2 s" in err and "--max-seconds" in err and not out.exists()
+    assert main(["motion", "--from-video", str(video), "-o", str(out), "--max-seconds", "0", "--quiet"]) == 2
+    assert "--max-seconds must be above 0" in capsys.readouterr().err
+    from talkhead.data.video import iter_frames, video_limit
+
+    with video_limit(5.0):
+        assert sum(1 for _ in iter_frames(video)) == 100
+    with video_limit(3.0), pytest.raises(InputError, match="runs past 3 s"):
+        next(iter(iter_frames(video)))

@@ -6,7 +6,6 @@ constant, unseen frames are neither changed nor leak into seen ones, and 0 is th
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -20,15 +19,8 @@ from talkhead.train.lips import LipsConfig, finetune_lips, real_clips, smooth_se
 
 
 @pytest.fixture(scope="module")
-def corpus(talking_video, tmp_path_factory):
-    video, _ = talking_video
-    root = tmp_path_factory.mktemp("lips")
-    (root / "videos").mkdir()
-    shutil.copy(video, root / "videos" / "talk.mp4")
-    (root / "people.json").write_text(json.dumps({"people": {"talk": "ann"}}))
-    assert main(["data", "talking", str(root / "videos"), "--out", str(root / "corpus"), "--people",
-                 str(root / "people.json"), "--quiet", "--no-occlusion"]) == 0
-    return root / "corpus"
+def corpus(talking_corpus):
+    return talking_corpus
 
 
 def _energy(m: torch.Tensor) -> float:

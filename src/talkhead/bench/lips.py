@@ -98,8 +98,10 @@ def first_frame(row: dict) -> np.ndarray:
 
 
 def learnt_from(model) -> set[str]:
-    """The people whose real lips a model learnt from (none for a model trained on synthetic speech)."""
-    return set(model.meta.get("lips", {}).get("people", []))
+    """The people whose real lips a model (or the lip net it wears) learnt from (none for a model trained on
+    synthetic speech)."""
+    head = (model.lips.meta or {}).get("train", {}) if model.lips is not None else {}
+    return set(model.meta.get("lips", {}).get("people", [])) | set(head.get("people", []))
 
 
 def _drives(names: tuple[str, ...]) -> dict:

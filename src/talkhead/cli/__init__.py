@@ -33,7 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input is one line on stderr and exit code 2."""
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        from talkhead.data.video import video_limit
+
+        with video_limit(getattr(args, "max_seconds", None)):
+            args.func(args)
     except InputError as e:
         print(f"talkhead: error: {e}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from talkhead.cli.common import add_config_flags, config_from_args, set_threads
+from talkhead.cli.common import add_video_limit, add_config_flags, config_from_args, set_threads
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_flags(t, AvatarDataConfig)
     t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     t.add_argument("--quiet", action="store_true")
+    add_video_limit(t)
     t.set_defaults(func=_cmd_train)
     r = asub.add_parser("reenact", help="the motion fitted to VIDEO's frames drives the avatar in VIDEO's own frames")
     r.add_argument("avatar", help="NAME.avatar (talkhead avatar train)")
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     r.add_argument("--quiet", action="store_true")
+    add_video_limit(r)
     r.set_defaults(func=_cmd_reenact)
     i = asub.add_parser("info", help="what an avatar file holds (JSON): base, mouth bank, videos, training time")
     i.add_argument("avatar", help="NAME.avatar")

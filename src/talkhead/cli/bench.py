@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from talkhead.cli.generate import size_arg
-from talkhead.cli.common import add_device, check_device
+from talkhead.cli.common import add_video_limit, add_device, check_device
 from talkhead.errors import InputError
 
 
@@ -345,6 +345,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     av.add_argument("--pairs", nargs="+", choices=["cap12", "pexels"], default=["cap12", "pexels"])
     av.add_argument("--threads", type=int, default=2)
     av.add_argument("--quiet", action="store_true")
+    add_video_limit(av)
     av.set_defaults(func=_cmd_bench_avatar)
     ph = bsub.add_parser("phone", help="memory and time of avatar train and reenact on a phone's 1080p video (made "
                                        "from the real face videos)")
@@ -357,6 +358,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ph.add_argument("--fps", type=int, default=30)
     ph.add_argument("--codec", choices=["libx264", "libx265"], default="libx264", help="H.264 or HEVC")
     ph.add_argument("--train-args", default="", help="more flags for avatar train, in one string (a quicker run)")
+    add_video_limit(ph)
     ph.set_defaults(func=_cmd_bench_phone)
     lp = bsub.add_parser("lips", help="speech-driven lips against people filmed talking (held-out people), beside "
                                       "the capture ceiling and loudness")
@@ -373,6 +375,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--render", default="", help="also measure on re-detected warp frames: 'capture' and/or model names")
     lp.add_argument("--max-lag", type=int, default=8, help="lag searched, frames each way (default 8)")
     lp.add_argument("--quiet", action="store_true")
+    add_video_limit(lp)
     lp.set_defaults(func=_cmd_bench_lips)
     r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
     r.add_argument("--out", required=True)

@@ -83,3 +83,10 @@ def config_from_args(cls: type, args: argparse.Namespace, **overrides):
             v = numbers(v, _flag(f), typing.get_args(tup)[0])
         values[f.name] = v
     return cls(**values, **overrides)
+
+
+def add_video_limit(p: argparse.ArgumentParser) -> None:
+    """``--max-seconds`` on a command that reads video (``main`` applies it around the command)."""
+    p.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                   help="refuse a video longer than S seconds, by its stated length or its frame times "
+                        "(default 3600)")

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from talkhead.cli.common import add_video_limit
 from talkhead.errors import InputError
 
 
@@ -179,6 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dv.add_argument("src", help="a video file or a folder of them (mp4, mov, mkv, webm, avi)")
     dv.add_argument("--out", required=True, help="crops folder (the format of `data faces`)")
     dv.add_argument("--quiet", action="store_true")
+    add_video_limit(dv)
     dv.set_defaults(func=_cmd_data_video)
     dt = dsub.add_parser("talking", help="people filmed talking -> motion corpus clips with their real lips "
                                          "(captured motion, speech, audio/video offset, frames where lips are seen)")
@@ -189,6 +191,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dt.add_argument("--max-offset", type=int, default=8, help="audio/video offset searched, frames each way (default 8)")
     dt.add_argument("--no-occlusion", action="store_true", help="do not look for a covered mouth (faster)")
     dt.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_video_limit(dt)
     dt.set_defaults(func=_cmd_data_talking)
     df = dsub.add_parser("faces", help="aligned face crops: photos driven through a corpus's motion (latent engine data)")
     df.add_argument("photos", nargs="+", help="face photos, one identity each")

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from talkhead.cli.common import add_video_limit
 from talkhead.cli.generate import add_speech_args
 from talkhead.errors import InputError
 
@@ -142,6 +143,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     _sampling_args(m)
+    add_video_limit(m)
     m.set_defaults(func=_cmd_motion)
 
     ls = sub.add_parser("models", help="list the shipped motion models (or --export one)")

@@ -86,6 +86,7 @@ def _register_distill(sub: argparse._SubParsersAction) -> None:
         m.set_defaults(func=_cmd_distill)
     _register_live(msub)
     _register_lips(msub)
+    _register_lipnet(msub)
 
 
 def _cmd_live(args: argparse.Namespace) -> None:
@@ -132,6 +133,32 @@ def _register_lips(msub: argparse._SubParsersAction) -> None:
     add_config_flags(m, LipsConfig)
     _add_run_flags(m, "continue the run that wrote --out's state file")
     m.set_defaults(func=_cmd_lips)
+
+
+def _cmd_lipnet(args: argparse.Namespace) -> None:
+    from talkhead.train.lipnet import LipNetTrainConfig, train_lipnet
+
+    set_threads(args.threads)
+    cfg = config_from_args(LipNetTrainConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
+    if min(cfg.iters, cfg.batch, cfg.frames, cfg.hidden) < 1 or cfg.lr <= 0 or cfg.kernel < 1 or cfg.kernel % 2 == 0:
+        raise InputError("--iters, --batch, --frames and --hidden must be at least 1, --lr positive, --kernel odd")
+    if cfg.augmented < 0 or not 0 <= cfg.dropout < 1:
+        raise InputError("--augment must be >= 0 and --dropout in [0, 1)")
+    report = train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet)
+    print(f"wrote {report['out']} ({report['steps']} steps, learnt from {len(report['people'])} people: "
+          f"{', '.join(report['people'])})")
+
+
+def _register_lipnet(msub: argparse._SubParsersAction) -> None:
+    from talkhead.train.lipnet import LipNetTrainConfig
+
+    m = msub.add_parser("lipnet", help="train the lip net, which sets the lip opening from speech, on people filmed "
+                                       "talking (talkhead data talking)")
+    m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
+    m.add_argument("--out", required=True, help="the net's .safetensors (a rerun with --resume continues)")
+    add_config_flags(m, LipNetTrainConfig)
+    _add_run_flags(m, "continue the run that wrote --out's state file")
+    m.set_defaults(func=_cmd_lipnet)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,29 +41,50 @@ class VideoConfig:
 
 
 MAX_SECONDS = 3600.0  # a video's frames are read up to an hour: past it, a named error, not hours of filling
+_limit = [MAX_SECONDS]  # the process's limit: ``video_limit`` (the commands' --max-seconds) sets it
 
 
-def iter_frames(path: str | Path, fps: int = 25, max_seconds: float = MAX_SECONDS) -> Iterator[np.ndarray]:
+@contextmanager
+def video_limit(seconds: float | None) -> Iterator[None]:
+    """Within the block, videos whose frame times run past ``seconds`` are refused (None: keep the limit)."""
+    if seconds is not None and not 0 < seconds <= 24 * 3600:
+        raise InputError(f"--max-seconds must be above 0 and at most 86400, got {seconds:g}")
+    old = _limit[0]
+    _limit[0] = old if seconds is None else float(seconds)
+    try:
+        yield
+    finally:
+        _limit[0] = old
+
+
+def _too_long(path: Path, seconds: float, limit: float) -> InputError:
+    return InputError(f"{path.name} runs past {limit:g} s (to {seconds:.0f} s): cut it shorter or raise --max-seconds")
+
+
+def iter_frames(path: str | Path, fps: int = 25, max_seconds: float | None = None) -> Iterator[np.ndarray]:
     """The video's frames resampled to ``fps`` (each time takes the nearest earlier frame), uint8 [H, W, 3]
     one at a time, so a long video is never held whole, and upright (a display rotation applied). Any
     container and frame rate PyAV decodes; the audio is not looked at. A missing, corrupt or frameless
-    file, or one whose frame times run past ``max_seconds`` (a few frames hours apart would otherwise be
-    repeated for hours), is an InputError naming it."""
+    file, or one that runs past ``max_seconds`` (default the ``video_limit``, an hour), is an InputError
+    naming it: by the container's stated length before a frame is decoded, and by the frames' own times
+    (a few frames hours apart would otherwise be repeated for hours)."""
     import av
 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no such video: {path}")
+    limit = _limit[0] if max_seconds is None else max_seconds
     step, k, prev, t_prev, last_gap = 1.0 / fps, 0, None, 0.0, 1.0 / fps
     try:
         with av.open(str(path)) as c:
             if not c.streams.video:
                 raise InputError(f"{path.name} has no video track")
+            if c.duration is not None and c.duration / 1e6 > limit:
+                raise _too_long(path, c.duration / 1e6, limit)
             for f in c.decode(video=0):
                 t = float(f.time or 0.0)
-                if t > max_seconds:
-                    raise InputError(f"{path.name} runs past {max_seconds:g} s (a frame at {t:.0f} s): "
-                                     "cut it shorter")
+                if t > limit:
+                    raise _too_long(path, t, limit)
                 while prev is not None and k * step < t - 1e-6:  # times before this frame show the previous one
                     yield prev
                     k += 1

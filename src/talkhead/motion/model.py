@@ -18,6 +18,7 @@ from talkhead.data.normalize import Normalizer
 from talkhead.diffusion.denoiser import Denoiser
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.motion.denoiser import DenoiserConfig, make_network, same_interface
+from talkhead.motion.lipnet import LipHead
 from talkhead.diffusion.samplers import SAMPLERS
 from talkhead.diffusion.schedule import NoiseSchedule
 from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
@@ -35,6 +36,7 @@ class MotionModel:
     norm: Normalizer
     sampling: dict[str, Any] = field(default_factory=lambda: {"sampler": "ddim", "steps": 50})
     meta: dict[str, Any] = field(default_factory=dict)
+    lips: LipHead | None = None  # sets each window's lip opening from speech (``motion.lipnet``)
 
     @property
     def cfg(self) -> DenoiserConfig:
@@ -111,7 +113,11 @@ class MotionModel:
         def window_fn(start: int, audio: Tensor, tail: Tensor | None, x_t: Tensor) -> Tensor:
             cond = {"audio": audio.to(dev), "ref": ref_n, "tail": no_tail.to(x_t) if tail is None else tail,
                     "has_tail": flags[tail is not None]}
-            return fn(_guided(self.denoiser, cond, guidance), x_t, self.schedule, ts, **kwargs)
+            x = fn(_guided(self.denoiser, cond, guidance), x_t, self.schedule, ts, **kwargs)
+            if self.lips is None:
+                return x
+            opened = self.lips.apply(self.norm.audio_inverse(audio.to(x)), self.norm.motion_inverse(x))
+            return self.norm.motion(opened)
 
         return window_fn
 
@@ -233,7 +239,42 @@ def resolve(name_or_path: str | Path) -> Path:
 
 
 def load(name_or_path: str | Path) -> MotionModel:
-    """Rebuild a model from a self-describing checkpoint."""
+    """Rebuild a model from a self-describing checkpoint. ``MODEL+LIPS`` gives it the lip net ``LIPS`` (a
+    shipped name or a path; ``none``: the model's own lips); a bare name wears none (``with_lips``)."""
+    base, lips = split_lips(name_or_path)
+    model = _load_model(base)
+    return model if lips is None else with_lips(model, lips)
+
+
+def split_lips(name_or_path: str | Path) -> tuple[str, str | None]:
+    """``MODEL+LIPS`` -> (MODEL, LIPS); a name or path without ``+`` -> (it, None)."""
+    spec = str(name_or_path)
+    if "+" not in spec or Path(spec).exists():
+        return spec, None
+    base, _, lips = spec.rpartition("+")
+    return base, lips
+
+
+def with_lips(model: MotionModel, lips: str | Path | None, strict: bool = True) -> MotionModel:
+    """``model`` wearing the lip net ``lips`` (None: the shipped one when its front end fits, "none": no net).
+    ``strict``: a net that does not fit the model's front end is an error rather than left off."""
+    from talkhead.motion.lipnet import load_head, shipped_head
+
+    if lips is not None and str(lips).lower() == "none":
+        return replace(model, lips=None)
+    path = lips if lips is not None else shipped_head()
+    if path is None:
+        return replace(model, lips=None)
+    head = load_head(path)
+    if not head.fits(model.features):
+        if strict:
+            raise InputError(f"the lip net {lips} reads {head.features.kind} features; this model reads "
+                             f"{model.features.kind} ({model.features.pool})")
+        return replace(model, lips=None)
+    return replace(model, lips=head)
+
+
+def _load_model(name_or_path: str | Path) -> MotionModel:
     path = resolve(name_or_path)
     tensors, meta = load_checkpoint(path)
     with described(path, "motion model"):

@@ -362,7 +362,7 @@ def eyes_open(motion: torch.Tensor) -> torch.Tensor:
     return motion.index_fill(1, torch.tensor(BLINKS, device=motion.device), 0.0)
 
 
-def _coefficients(expr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def coefficients(expr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """ARKit semantics on top of the linear basis: (coefficients [T, 52], lip seal [T])."""
     e = expr.clamp(0.0, 1.0)  # changed out of place below: motion fitting differentiates through this
     close = e[:, SPEC["mouthClose"]]
@@ -379,7 +379,7 @@ def _coefficients(expr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def lip_seal(motion: torch.Tensor) -> torch.Tensor:
     """How far the photo's own lip gap is closed, [T] in [0, 1], for motion [T, 58]."""
-    return _coefficients(motion[:, SPEC.expression])[1]
+    return coefficients(motion[:, SPEC.expression])[1]
 
 
 def project_points(rig: Rig, motion: torch.Tensor | np.ndarray) -> torch.Tensor:
@@ -387,7 +387,7 @@ def project_points(rig: Rig, motion: torch.Tensor | np.ndarray) -> torch.Tensor:
     m = torch.as_tensor(motion, dtype=torch.float32, device=rig.points.device)
     if m.ndim != 2 or m.shape[1] != SPEC.dim:
         raise ValueError(f"motion must be [T, {SPEC.dim}], got {tuple(m.shape)}")
-    e, seal = _coefficients(m[:, SPEC.expression])
+    e, seal = coefficients(m[:, SPEC.expression])
     x = rig.points + torch.einsum("tc,cpd->tpd", e, rig.basis) + seal[:, None, None] * rig.seal
     pose = m[:, SPEC.pose]
     rot = pose_rotation(pose[:, 0], pose[:, 1], pose[:, 2]) @ rig.rotation

@@ -1,0 +1,199 @@
+"""The lip net: how far the lips are open, read from speech, learnt from people filmed talking.
+
+The motion models learnt the mouth from synthetic speech and a viseme rig; fine-tuning them on captured
+real video moved held-out people's lips little (docs/lips.md). A small convolutional net over the same
+Whisper states, trained by plain regression on the real inner-lip gap of people filmed talking (each
+clip's gap in its own z-units, so a wide mouth and a small one teach the same timing), follows unseen
+people's lips far better. It does not replace the motion model: it sets only how open the mouth is.
+``LipHead.apply`` sets each frame's opening (the jaw, or the lips sealing) until the lip gap the rig draws
+on a standard face is the net's, and leaves the mouth's shape (rounding, smile, stretch) and everything else
+to the motion model.
+
+The head rides on a motion model (``MotionModel.lips``): every window the sampler makes is corrected
+before it is crossfaded or continued, so offline, streamed and live motion stay one path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from talkhead.audio.features import FeatureConfig
+from talkhead.checkpoint import (check_weights, dataclass_from, described, load_checkpoint, resolve_named,
+                                 save_checkpoint)
+from talkhead.rig.spec import SPEC
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
+
+
+@dataclass(frozen=True)
+class LipNetConfig:
+    """The net's shape: two convolutions of ``kernel`` frames over ``dim`` audio features."""
+
+    dim: int = 384
+    hidden: int = 64
+    kernel: int = 5
+    dropout: float = 0.3
+
+    @property
+    def reach(self) -> int:
+        """Frames of audio on each side a frame's opening depends on."""
+        return 2 * (self.kernel // 2)
+
+
+class LipNet(nn.Module):
+    """Audio features [B, T, dim] (already in the net's units) -> lip opening [B, T] in z-units."""
+
+    def __init__(self, cfg: LipNetConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        k, h = cfg.kernel, cfg.hidden
+        self.body = nn.Sequential(nn.Dropout(cfg.dropout), nn.Conv1d(cfg.dim, h, k, padding=k // 2), nn.GELU(),
+                                  nn.Dropout(cfg.dropout), nn.Conv1d(h, h, k, padding=k // 2), nn.GELU(),
+                                  nn.Conv1d(h, 1, 1))
+
+    def forward(self, feats: Tensor) -> Tensor:
+        return self.body(feats.transpose(1, 2))[:, 0]
+
+
+_LIPS = [61, 62, 63, 65, 66, 67, 0, 16]  # dlib's inner lips, upper then lower, and the face's two sides
+
+
+@lru_cache(maxsize=1)
+def _standard_face() -> tuple[Tensor, Tensor, Tensor]:
+    """The template face's rig at the points the gap is read from, in its own frame: (points [8, 2],
+    basis [52, 8, 2], seal [8, 2]). The head pose is left out: the opening is the mouth's, not the camera's."""
+    from talkhead.render.template import TEMPLATE, fit_rig
+
+    rig = fit_rig(TEMPLATE[:68, :2] * 100.0)
+    turn = lambda x: (x[..., _LIPS, :] @ rig.rotation.T)[..., :2]  # noqa: E731
+    return turn(rig.points), turn(rig.basis), turn(rig.seal)
+
+
+def drawn_gap(motion: Tensor) -> Tensor:
+    """The inner-lip gap over face width that motion [N, 58] draws on the standard face -> [N]; signed (lips
+    sealed past each other are below 0), so that it only grows as the mouth opens."""
+    from talkhead.render.template import coefficients
+
+    points, basis, seal_to = _standard_face()
+    e, seal = coefficients(motion[:, SPEC.expression])
+    p = points + torch.einsum("tc,cpd->tpd", e, basis) + seal[:, None, None] * seal_to
+    gap = (p[:, [3, 4, 5], 1] - p[:, [2, 1, 0], 1]).mean(1)
+    return gap / (p[:, 7] - p[:, 6]).norm(dim=1).clamp_min(1e-6)
+
+
+_SEALS = ("mouthClose", "mouthPressLeft", "mouthPressRight")
+_ROLLS = ("mouthRollLower", "mouthRollUpper")
+
+
+def set_opening(motion: Tensor, u: Tensor) -> Tensor:
+    """Motion [N, 58] with its lip opening set by ``u`` [N] in [-1, 1]: 0 lips at rest, u > 0 the jaw open
+    by u (nothing sealing the lips), u < 0 the jaw shut and the lips sealing by -u (pressed together
+    over the face's own gap: a face photographed with its mouth open closes it). The gap any face draws
+    grows with u, so one opening means the same on every face; the mouth's shape channels are kept."""
+    from talkhead.render.template import SEAL_FULL
+
+    m = motion.clone()
+    seal = (-u).clamp(0.0, 1.0) * SEAL_FULL
+    m[:, SPEC["jawOpen"]] = u.clamp(0.0, 1.0)
+    for name in _SEALS:
+        m[:, SPEC[name]] = torch.minimum(m[:, SPEC[name]], seal)
+    for name in _SEALS[1:]:
+        m[:, SPEC[name]] = seal
+    for name in _ROLLS:  # a rolled lip seals at half weight
+        m[:, SPEC[name]] = torch.minimum(m[:, SPEC[name]], 2 * seal)
+    return m
+
+
+def follow_gap(motion: Tensor, target: Tensor, grid: int = 41) -> Tensor:
+    """Motion [N, 58] (rig units) whose opening (``set_opening``) makes the lip gap it draws on the standard
+    face ``target`` [N], as nearly as the opening can. The gap grows with the opening, piecewise linearly:
+    it is drawn once for every frame at ``grid`` openings (one batched projection, not a search: a live
+    window has milliseconds) and the opening read off between the two that bracket the target."""
+    n = len(motion)
+    u = torch.linspace(-1.0, 1.0, grid)
+    flat = motion[:, None].expand(n, grid, motion.shape[1]).reshape(n * grid, -1)
+    gaps = drawn_gap(set_opening(flat, u.repeat(n))).reshape(n, grid)
+    gaps = torch.cummax(gaps, 1).values  # monotone to the last digit, so the bracket is unique
+    k = (gaps < target[:, None]).sum(1).clamp(1, grid - 1)  # the first grid opening at or above the target
+    lo, hi = gaps.gather(1, (k - 1)[:, None])[:, 0], gaps.gather(1, k[:, None])[:, 0]
+    w = ((target - lo) / (hi - lo).clamp_min(1e-9)).clamp(0.0, 1.0)
+    return set_opening(motion, u[k - 1] + w * (u[k] - u[k - 1]))
+
+
+@dataclass
+class LipHead:
+    """A trained lip net with the units it reads and writes; ``load_head(path)`` rebuilds one."""
+
+    net: LipNet
+    features: FeatureConfig
+    feat_mean: Tensor
+    feat_std: Tensor
+    gap_mean: float  # the standard face's drawn gap of captured real motion: z-units -> gap
+    gap_std: float
+    strength: float = 1.0  # 1: the net's opening; 0: the motion model's own
+    meta: dict[str, Any] | None = None
+
+    def fits(self, features: FeatureConfig) -> bool:
+        """Whether the head reads the front end a motion model uses."""
+        return features == self.features
+
+    @torch.no_grad()
+    def opening(self, raw: Tensor) -> Tensor:
+        """Raw audio features [B, T, dim] -> lip opening [B, T] in z-units."""
+        if self.net.training:
+            self.net.eval()
+        return self.net((raw - self.feat_mean) / self.feat_std)
+
+    @torch.no_grad()
+    def apply(self, raw: Tensor, motion: Tensor) -> Tensor:
+        """Raw features [B, T, dim] and motion [B, T, 58] (rig units) -> motion with the net's lip opening."""
+        b, t, d = motion.shape
+        flat = motion.reshape(b * t, d).float()
+        target = (self.gap_mean + self.gap_std * self.opening(raw)).reshape(-1).clamp_min(0.0)
+        if self.strength != 1.0:
+            target = self.strength * target + (1 - self.strength) * drawn_gap(flat)
+        return follow_gap(flat, target).reshape(b, t, d).to(motion)
+
+    def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
+        meta = {**(self.meta or {}), **(extra or {}), "kind": "lipnet", "lipnet": asdict(self.net.cfg),
+                "features": asdict(self.features), "gap": [self.gap_mean, self.gap_std]}
+        tensors = {**{f"net.{k}": v for k, v in self.net.state_dict().items()},
+                   "feat_mean": self.feat_mean, "feat_std": self.feat_std}
+        save_checkpoint(path, tensors, meta)
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    return resolve_named(name_or_path, MODELS_DIR, "lip net")
+
+
+def load_head(name_or_path: str | Path) -> LipHead:
+    """Rebuild a lip head from its checkpoint (a shipped name such as ``lips-whisper``, or a path)."""
+    path = resolve(name_or_path)
+    tensors, meta = load_checkpoint(path)
+    with described(path, "lip net"):
+        if meta.get("kind") != "lipnet":
+            raise ValueError("it is not a lip net")
+        cfg = dataclass_from(LipNetConfig, meta["lipnet"])
+        weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")}
+        check_weights(lambda: LipNet(cfg), weights, str(path))
+        net = LipNet(cfg)
+        net.load_state_dict(weights)
+        feats = dataclass_from(FeatureConfig, meta["features"])
+        mean, std = tensors["feat_mean"], tensors["feat_std"]
+        if mean.shape != (cfg.dim,) or std.shape != (cfg.dim,) or not bool((std > 0).all()):
+            raise ValueError("its feature normalisation does not match the net")
+        gap_mean, gap_std = (float(v) for v in meta["gap"])
+    net.eval()
+    return LipHead(net, feats, mean, std, gap_mean, gap_std, meta={k: meta[k] for k in ("train",) if k in meta})
+
+
+def shipped_head() -> Path | None:
+    p = MODELS_DIR / f"{DEFAULT}.safetensors"
+    return p if p.is_file() else None

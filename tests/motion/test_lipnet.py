@@ -1,0 +1,127 @@
+"""The lip net's head (``motion.lipnet``): it sets the lip opening the rig draws and nothing else, rides on a
+motion model's windows so streamed and whole motion stay the same, and loads only files that describe it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from talkhead.audio.features import FeatureConfig
+from talkhead.errors import InputError
+from talkhead.motion.lipnet import LipHead, LipNet, LipNetConfig, drawn_gap, follow_gap, load_head, set_opening
+from talkhead.motion.model import load, split_lips, with_lips
+from talkhead.rig.spec import SPEC
+
+WHISPER = FeatureConfig(kind="whisper", pool="mean")
+
+
+def _head(seed: int = 0, strength: float = 1.0) -> LipHead:
+    torch.manual_seed(seed)
+    net = LipNet(LipNetConfig(dim=384, hidden=8, kernel=3)).eval()
+    return LipHead(net, WHISPER, torch.zeros(384), torch.ones(384), 0.06, 0.03, strength,
+                   meta={"train": {"people": ["ann"]}})
+
+
+def test_the_drawn_gap_grows_with_the_jaw():
+    m = torch.zeros(11, SPEC.dim)
+    m[:, SPEC["jawOpen"]] = torch.linspace(0, 1, 11)
+    g = drawn_gap(m)
+    assert bool((g.diff() > 0).all()) and 0.0 < float(g[0]) < 0.03 < 0.15 < float(g[-1])
+
+
+def test_following_a_gap_sets_the_opening_only_and_reaches_what_it_can():
+    rng = np.random.default_rng(0)
+    m = torch.as_tensor(rng.uniform(0, 0.3, (7, SPEC.dim)), dtype=torch.float32)
+    # The first is tighter than sealed lips make it (the shape channels open them), the last wider than any
+    # jaw opens: both go as far as they can.
+    target = torch.tensor([0.004, 0.03, 0.05, 0.08, 0.1, 0.12, 2.0])
+    out = follow_gap(m, target)
+    got = drawn_gap(out)
+    assert torch.allclose(got[1:6], target[1:6], atol=2e-3)
+    assert float(out[6, SPEC["jawOpen"]]) > 0.99
+    assert float(out[0, SPEC["jawOpen"]]) == 0.0 and float(out[0, SPEC["mouthPressLeft"]]) > 0.39
+    jaw, seal = out[:, SPEC["jawOpen"]], out[:, [SPEC["mouthClose"], SPEC["mouthPressLeft"], SPEC["mouthPressRight"]]]
+    assert float(seal[jaw > 0].abs().max()) == 0.0 and bool((jaw[2:] > 0).all())  # open lips seal nowhere
+    opening = {SPEC[n] for n in ("jawOpen", "mouthClose", "mouthPressLeft", "mouthPressRight", "mouthRollLower",
+                                 "mouthRollUpper")}
+    others = [i for i in range(SPEC.dim) if i not in opening]
+    assert torch.equal(out[:, others], m[:, others])
+
+
+def test_an_opening_means_the_same_on_a_face_photographed_with_its_mouth_open():
+    from talkhead.render.template import TEMPLATE, fit_rig, project
+
+    lm = TEMPLATE[:68, :2].copy() * 100
+    lm[[65, 66, 67, 56, 57, 58], 1] += 12  # the lower lip well below the upper one: a mouth open at rest
+    rig = fit_rig(lm)
+    u = torch.linspace(-1, 1, 21)
+    motion = set_opening(torch.zeros(21, SPEC.dim), u)
+    p = project(rig, motion)
+    gap = (p[:, [65, 66, 67], 1] - p[:, [63, 62, 61], 1]).mean(1)
+    assert bool((gap.diff() > 0).all())  # shut at -1, then wider all the way
+    assert float(gap[0]) < 0.1 * float(gap[10]) and float(drawn_gap(motion).diff().min()) >= 0
+
+
+def test_strength_blends_the_nets_opening_with_the_models(tmp_path):
+    raw = torch.randn(1, 30, 384)
+    motion = torch.zeros(1, 30, SPEC.dim)
+    motion[..., SPEC["jawOpen"]] = 0.4
+    own = drawn_gap(motion[0])
+    full, half = _head().apply(raw, motion)[0], _head(strength=0.5).apply(raw, motion)[0]
+    want = 0.5 * drawn_gap(full) + 0.5 * own
+    assert torch.allclose(drawn_gap(half), want, atol=3e-3)
+    assert not torch.allclose(drawn_gap(full), own, atol=3e-3)
+
+
+def test_a_head_survives_its_file_and_a_crafted_file_is_named(tmp_path):
+    head = _head()
+    head.save(tmp_path / "h.safetensors")
+    back = load_head(tmp_path / "h.safetensors")
+    raw = torch.randn(2, 20, 384)
+    assert torch.allclose(back.opening(raw), head.opening(raw))
+    assert (back.gap_mean, back.gap_std, back.meta["train"]["people"]) == (0.06, 0.03, ["ann"])
+    from talkhead.checkpoint import load_checkpoint, save_checkpoint
+
+    tensors, meta = load_checkpoint(tmp_path / "h.safetensors")
+    for name, t, m in [("wide", tensors, {**meta, "lipnet": {**meta["lipnet"], "hidden": 10**6}}),
+                       ("kind", tensors, {**meta, "kind": "motion"}),
+                       ("std", {**tensors, "feat_std": torch.zeros(384)}, meta)]:
+        save_checkpoint(tmp_path / f"{name}.safetensors", t, {k: v for k, v in m.items() if k != "format"})
+        with pytest.raises(InputError, match=name + r"\.safetensors"):
+            load_head(tmp_path / f"{name}.safetensors")
+
+
+def test_a_model_wears_a_head_by_name_and_streams_as_it_samples_whole(tmp_path):
+    from talkhead.motion.stream import MotionStream
+
+    _head().save(tmp_path / "h.safetensors")
+    assert split_lips("student-1-whisper+none") == ("student-1-whisper", "none")
+    assert load("student-1-whisper+none").lips is None and load("student-1-whisper").lips is None
+    model = load(f"student-1-whisper+{tmp_path / 'h.safetensors'}")
+    assert model.lips is not None
+    wav = np.sin(np.linspace(0, 900, 16000 * 4)).astype(np.float32) * np.repeat(np.random.default_rng(1).uniform(
+        0, 0.5, 40), 1600).astype(np.float32)
+    whole = np.concatenate(list(MotionStream(model, seed=3).push(wav)) + list(MotionStream(model, seed=3).flush()))
+    s = MotionStream(model, seed=3)
+    parts = [b for i in range(0, len(wav), 7000) for b in s.push(wav[i:i + 7000])] + list(s.flush())
+    from talkhead.pipeline import MotionConfig, motion_from_audio
+
+    offline = motion_from_audio(model, wav, MotionConfig(seed=3))
+    assert np.allclose(np.concatenate(parts), offline, atol=1e-5)
+    bare = motion_from_audio(load("student-1-whisper"), wav, MotionConfig(seed=3))
+    j = SPEC["jawOpen"]
+    assert not np.allclose(offline[:, j], bare[:, j], atol=1e-3)  # the head set the opening
+    rest = [i for i in range(SPEC.dim) if i != j]
+    assert np.abs(offline[:, rest] - bare[:, rest]).max() < 0.5  # the rest only by the next windows' tails
+    del whole
+
+
+def test_a_head_for_another_front_end_is_refused_or_left_off(tmp_path):
+    head = _head()
+    head.features = FeatureConfig()  # log-mel
+    head.save(tmp_path / "mel.safetensors")
+    model = load("student-1-whisper")
+    with pytest.raises(InputError, match="lip net"):
+        with_lips(model, tmp_path / "mel.safetensors")
+    assert with_lips(model, tmp_path / "mel.safetensors", strict=False).lips is None
