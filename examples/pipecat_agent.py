@@ -235,9 +235,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--avatar", default=None, help="a photo or .avatar file (default: the built-in photo)")
     p.add_argument("--size", type=int, default=256, help="a photo's drawn size in pixels (default 256)")
     args = p.parse_args(argv)
+    ok = 32 <= args.size <= 1024 and 0 < args.port < 65536
     bad = (f"no such photo or .avatar file: {args.avatar}" if args.avatar and not Path(args.avatar).is_file()
-           else "--size is 32..1024 pixels and --port 1..65535" if not (32 <= args.size <= 1024 and 0 < args.port < 65536)
-           else None)
+           else None if ok else "--size is 32..1024 pixels and --port 1..65535")
     if bad:  # one line and exit code 2, as talkhead's own commands answer bad input
         print(f"error: {bad}", file=sys.stderr)
         sys.exit(2)
