@@ -294,6 +294,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bsub = b.add_subparsers(dest="bench_command", required=True)
     _register_live(bsub)
     _register_batch(bsub)
+    from talkhead.bench.pipecat import register_cli as _register_pipecat  # the optional extra is imported in it only
+    _register_pipecat(bsub)
     m = bsub.add_parser("motion", help="sampler/student Pareto table on a fixed 165-frame held-out clip")
     m.add_argument("--data", default="corpus/main", help="corpus whose held-out voices score lip sync")
     m.add_argument("--out", required=True)
