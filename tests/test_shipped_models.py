@@ -103,3 +103,23 @@ def test_shipped_models_give_the_pinned_motion_for_a_fixed_seed():
         assert motion.shape == (316, SPEC.dim)
         np.testing.assert_allclose(motion[frames, SPEC["jawOpen"]], jaw, atol=1e-3, err_msg=name)
         np.testing.assert_allclose(motion[frames, SPEC.pose.start], pitch, atol=1e-3, err_msg=name)
+
+
+def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
+    from talkhead.motion.lipnet import shipped_head
+    from talkhead.pipeline import load_model
+
+    path = shipped_head()
+    assert path is not None and path.stat().st_size < 2e6
+    model = load_model(None)
+    people = model.lips.meta["train"]["people"]
+    assert len(people) >= 10 and not any(c.startswith(("vexpress-", "psychopy-")) for c in
+                                          model.lips.meta["train"]["clips"])  # measure-only clips never learnt
+    assert load_model("student-4-whisper+none").lips is None and load(default_model_name()).lips is None
+    # Silence: lips shut; speech: they open and close with it.
+    quiet = motion_from_audio(model, np.zeros(16_000 * 3, np.float32), MotionConfig(seed=1))
+    assert quiet[:, SPEC["jawOpen"]].max() < 0.15
+    speech = synthesize("Papa bought a big map of the moon and the ocean.", "gb-male-deep")
+    gen = motion_from_audio(model, speech.wav, MotionConfig(seed=0))
+    tgt = target_motion(speech.wav, speech.sample_rate, speech.phones, 0)
+    assert pearson(gen[:, SPEC["jawOpen"]], tgt[:, SPEC["jawOpen"]]) > 0.55

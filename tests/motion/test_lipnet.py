@@ -125,3 +125,15 @@ def test_a_head_for_another_front_end_is_refused_or_left_off(tmp_path):
     with pytest.raises(InputError, match="lip net"):
         with_lips(model, tmp_path / "mel.safetensors")
     assert with_lips(model, tmp_path / "mel.safetensors", strict=False).lips is None
+
+
+def test_a_net_with_little_look_ahead_never_reads_further():
+    torch.manual_seed(0)
+    net = LipNet(LipNetConfig(dim=16, hidden=8, kernel=5, ahead=1)).eval()
+    x = torch.randn(1, 40, 16)
+    y = x.clone()
+    y[:, 21:] += 5.0  # change the audio from frame 21 on
+    a, b = net(x)[0], net(y)[0]
+    assert a.shape == (40,) and torch.equal(a[:20], b[:20]) and not torch.allclose(a[20], b[20])
+    sym = LipNet(LipNetConfig(dim=16, hidden=8, kernel=5)).eval()
+    assert not torch.allclose(sym(x)[0][17], sym(y)[0][17])  # the symmetric net reads 4 frames ahead

@@ -57,3 +57,22 @@ def test_the_command_names_bad_settings(talking_corpus, tmp_path, capsys):
                  "--augment", "0", "--quiet"]) == 0
     assert "learnt from 1 people: ann" in capsys.readouterr().out
     assert json.loads((tmp_path / "x.log.jsonl").read_text().splitlines()[-1])["steps"] == 3
+
+
+def test_the_live_view_trains_on_what_a_live_session_hears(talking_corpus, tmp_path):
+    from talkhead.audio.features import extract
+    from talkhead.data.talking import clip_arrays
+
+    cfg = LipNetTrainConfig(iters=5, batch=4, frames=32, augmented=0, view="live", ahead=1)
+    train_lipnet(talking_corpus, tmp_path / "live.safetensors", cfg, progress=False)
+    head = load_head(tmp_path / "live.safetensors")
+    assert head.net.cfg.ahead == 1 and head.meta["train"]["config"]["view"] == "live"
+    live, _ = gap_clips(talking_corpus, (), 0, "live")
+    offline, _ = gap_clips(talking_corpus, (), 0)
+    row = offline.rows[0]
+    wav = clip_arrays(talking_corpus, row)["audio"].astype("float32") / 32767
+    f_live, f_off = live.feats[0][0], offline.feats[0][0]
+    assert f_live.shape == f_off.shape and torch.allclose(f_off, extract(wav, WHISPER)[:len(f_off)], atol=1e-3)
+    assert not torch.allclose(f_live, f_off, atol=1e-2)  # one-frame blocks hear less than 28 s ones
+    with pytest.raises(InputError, match="--augment"):
+        gap_clips(talking_corpus, (), 1, "live")

@@ -142,9 +142,14 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
     cfg = config_from_args(LipNetTrainConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
     if min(cfg.iters, cfg.batch, cfg.frames, cfg.hidden) < 1 or cfg.lr <= 0 or cfg.kernel < 1 or cfg.kernel % 2 == 0:
         raise InputError("--iters, --batch, --frames and --hidden must be at least 1, --lr positive, --kernel odd")
+    if not -1 <= cfg.ahead <= 4 * (cfg.kernel // 2):
+        raise InputError(f"--ahead must be -1 or 0..{4 * (cfg.kernel // 2)} (two convolutions' reach), got {cfg.ahead}")
     if cfg.augmented < 0 or not 0 <= cfg.dropout < 1:
         raise InputError("--augment must be >= 0 and --dropout in [0, 1)")
-    report = train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet)
+    if not 0 <= cfg.synthetic_share < 1:
+        raise InputError(f"--synthetic-share must be in [0, 1), got {cfg.synthetic_share:g}")
+    report = train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet,
+                          synthetic=args.synthetic)
     print(f"wrote {report['out']} ({report['steps']} steps, learnt from {len(report['people'])} people: "
           f"{', '.join(report['people'])})")
 
@@ -155,6 +160,7 @@ def _register_lipnet(msub: argparse._SubParsersAction) -> None:
     m = msub.add_parser("lipnet", help="train the lip net, which sets the lip opening from speech, on people filmed "
                                        "talking (talkhead data talking)")
     m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
+    m.add_argument("--synthetic", default=None, help="a `talkhead data synth` corpus, mixed in by --synthetic-share")
     m.add_argument("--out", required=True, help="the net's .safetensors (a rerun with --resume continues)")
     add_config_flags(m, LipNetTrainConfig)
     _add_run_flags(m, "continue the run that wrote --out's state file")

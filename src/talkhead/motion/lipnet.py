@@ -28,22 +28,26 @@ from talkhead.checkpoint import (check_weights, dataclass_from, described, load_
                                  save_checkpoint)
 from talkhead.rig.spec import SPEC
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models" / "lips"
 DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
+DEFAULT_LIVE = "lips-whisper-live"  # the one a live student wears: trained on live speech's view of the audio
 
 
 @dataclass(frozen=True)
 class LipNetConfig:
-    """The net's shape: two convolutions of ``kernel`` frames over ``dim`` audio features."""
+    """The net's shape: two convolutions of ``kernel`` frames over ``dim`` audio features. ``ahead`` >= 0:
+    a frame's opening reads only that many frames of audio after it (the rest of its reach before it), for
+    live speech, whose future is not yet heard; -1: ``reach`` frames on each side."""
 
     dim: int = 384
     hidden: int = 64
     kernel: int = 5
     dropout: float = 0.3
+    ahead: int = -1
 
     @property
     def reach(self) -> int:
-        """Frames of audio on each side a frame's opening depends on."""
+        """Frames of audio on each side a frame's opening depends on (``ahead`` -1)."""
         return 2 * (self.kernel // 2)
 
 
@@ -54,12 +58,17 @@ class LipNet(nn.Module):
         super().__init__()
         self.cfg = cfg
         k, h = cfg.kernel, cfg.hidden
-        self.body = nn.Sequential(nn.Dropout(cfg.dropout), nn.Conv1d(cfg.dim, h, k, padding=k // 2), nn.GELU(),
-                                  nn.Dropout(cfg.dropout), nn.Conv1d(h, h, k, padding=k // 2), nn.GELU(),
+        pad = k // 2 if cfg.ahead < 0 else 0  # with ``ahead``, the input is padded once, unevenly (forward)
+        self.body = nn.Sequential(nn.Dropout(cfg.dropout), nn.Conv1d(cfg.dim, h, k, padding=pad), nn.GELU(),
+                                  nn.Dropout(cfg.dropout), nn.Conv1d(h, h, k, padding=pad), nn.GELU(),
                                   nn.Conv1d(h, 1, 1))
 
     def forward(self, feats: Tensor) -> Tensor:
-        return self.body(feats.transpose(1, 2))[:, 0]
+        x = feats.transpose(1, 2)
+        if self.cfg.ahead >= 0:
+            span = 2 * self.cfg.reach
+            x = nn.functional.pad(x, (span - self.cfg.ahead, self.cfg.ahead), mode="replicate")
+        return self.body(x)[:, 0]
 
 
 _LIPS = [61, 62, 63, 65, 66, 67, 0, 16]  # dlib's inner lips, upper then lower, and the face's two sides
@@ -194,6 +203,10 @@ def load_head(name_or_path: str | Path) -> LipHead:
     return LipHead(net, feats, mean, std, gap_mean, gap_std, meta={k: meta[k] for k in ("train",) if k in meta})
 
 
-def shipped_head() -> Path | None:
-    p = MODELS_DIR / f"{DEFAULT}.safetensors"
-    return p if p.is_file() else None
+def shipped_head(live: bool = False) -> Path | None:
+    """The shipped head for an offline model or a live student (falling back to the offline one), if any."""
+    for name in (DEFAULT_LIVE, DEFAULT) if live else (DEFAULT,):
+        p = MODELS_DIR / f"{name}.safetensors"
+        if p.is_file():
+            return p
+    return None

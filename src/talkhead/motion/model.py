@@ -262,7 +262,7 @@ def with_lips(model: MotionModel, lips: str | Path | None, strict: bool = True) 
 
     if lips is not None and str(lips).lower() == "none":
         return replace(model, lips=None)
-    path = lips if lips is not None else shipped_head()
+    path = lips if lips is not None else shipped_head(live="live" in model.meta)
     if path is None:
         return replace(model, lips=None)
     head = load_head(path)

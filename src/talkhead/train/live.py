@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.audio.features import FeatureStream, extract, silence_row
+from talkhead.audio.features import FeatureConfig, FeatureStream, extract, silence_row
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.motion.model import MotionModel
 
@@ -47,9 +47,9 @@ class LiveConfig:
     seed: int = 0
 
 
-def live_rows(wav: np.ndarray, model: MotionModel, cfg: LiveConfig, lead: int) -> Tensor:
+def live_rows(wav: np.ndarray, features: FeatureConfig, cfg: LiveConfig, lead: int) -> Tensor:
     """The raw feature rows a live session computes for ``wav`` after ``lead`` frames of silence, [T, A]."""
-    fs = FeatureStream(model.features, cfg.block / 25, cfg.left / 25, cfg.right / 25)
+    fs = FeatureStream(features, cfg.block / 25, cfg.left / 25, cfg.right / 25)
     x = np.concatenate([np.zeros(lead * 640, np.float32), np.asarray(wav, np.float32)])
     return torch.cat([fs.push(x), fs.flush()])[lead:]
 
@@ -73,7 +73,7 @@ def make_pairs(clips: list[np.ndarray], model: MotionModel, cfg: LiveConfig, pro
     for wav in tqdm(clips, desc="live pairs", disable=not progress, unit="clip"):
         if rng.random() < cfg.augment:  # the channel real callers come through, which TTS never has
             wav = augment(wav, rng).astype(np.float32)
-        live, target = model.norm.audio(live_rows(wav, model, cfg, model.cfg.tail)), offline_motion(model, wav)
+        live, target = model.norm.audio(live_rows(wav, model.features, cfg, model.cfg.tail)), offline_motion(model, wav)
         k = min(len(live), len(target))
         rows.append(live[:k])
         targets.append(target[:k])
