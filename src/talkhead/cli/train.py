@@ -117,9 +117,21 @@ def _cmd_lips(args: argparse.Namespace) -> None:
     cfg = config_from_args(LipsConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
     if cfg.iters < 1 or cfg.batch < 1 or cfg.lr <= 0:
         raise InputError("--iters and --batch must be at least 1, --lr positive")
-    report = finetune_lips(args.init, args.real, args.out, cfg, args.data, resume=args.resume, progress=not args.quiet)
+    _said(finetune_lips(args.init, args.real, args.out, cfg, args.data, resume=args.resume, progress=not args.quiet))
+
+
+def _said(report: dict) -> None:
+    """A real-lips run's one line: what it wrote and whom it learnt from."""
     print(f"wrote {report['out']} ({report['steps']} steps, learnt from {len(report['people'])} people: "
           f"{', '.join(report['people'])})")
+
+
+def _real_run(m: argparse.ArgumentParser, cls: type, func, what: str) -> None:
+    """The flags every real-lips run ends with: --out, the config's own, the run flags; then its command."""
+    m.add_argument("--out", required=True, help=f"the {what}'s .safetensors (a rerun with --resume continues)")
+    add_config_flags(m, cls)
+    _add_run_flags(m, "continue the run that wrote --out's state file")
+    m.set_defaults(func=func)
 
 
 def _register_lips(msub: argparse._SubParsersAction) -> None:
@@ -129,10 +141,7 @@ def _register_lips(msub: argparse._SubParsersAction) -> None:
     m.add_argument("--init", default="student-4-whisper", help="the model to start from (name or path)")
     m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
     m.add_argument("--data", default=None, help="a synthetic corpus that holds the rest of the face (optional)")
-    m.add_argument("--out", required=True, help="the model's .safetensors (a rerun with --resume continues)")
-    add_config_flags(m, LipsConfig)
-    _add_run_flags(m, "continue the run that wrote --out's state file")
-    m.set_defaults(func=_cmd_lips)
+    _real_run(m, LipsConfig, _cmd_lips, "model")
 
 
 def _cmd_lipnet(args: argparse.Namespace) -> None:
@@ -148,10 +157,7 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
         raise InputError("--augment must be >= 0 and --dropout in [0, 1)")
     if not 0 <= cfg.synthetic_share < 1:
         raise InputError(f"--synthetic-share must be in [0, 1), got {cfg.synthetic_share:g}")
-    report = train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet,
-                          synthetic=args.synthetic)
-    print(f"wrote {report['out']} ({report['steps']} steps, learnt from {len(report['people'])} people: "
-          f"{', '.join(report['people'])})")
+    _said(train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet, synthetic=args.synthetic))
 
 
 def _register_lipnet(msub: argparse._SubParsersAction) -> None:
@@ -161,10 +167,7 @@ def _register_lipnet(msub: argparse._SubParsersAction) -> None:
                                        "talking (talkhead data talking)")
     m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
     m.add_argument("--synthetic", default=None, help="a `talkhead data synth` corpus, mixed in by --synthetic-share")
-    m.add_argument("--out", required=True, help="the net's .safetensors (a rerun with --resume continues)")
-    add_config_flags(m, LipNetTrainConfig)
-    _add_run_flags(m, "continue the run that wrote --out's state file")
-    m.set_defaults(func=_cmd_lipnet)
+    _real_run(m, LipNetTrainConfig, _cmd_lipnet, "net")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,26 @@
+# Sourced by the real-lips recipes: the people filmed talking as a corpus (corpus/talking) and the synthetic
+# corpus beside it (corpus/synth). Sets videos (the folders of clips) and people (who is who).
+talking=${TALKING:-../shared/data/talking}
+extra=${EXTRA:-corpus/extra}
+videos=("$talking"); [ -d "$extra" ] && videos+=("$extra")
+people=recipes/talking_people.json
+talkhead data talking "${videos[@]}" --out corpus/talking --people "$people"
+[ -f corpus/synth/manifest.jsonl ] || talkhead data synth --minutes 20 --out corpus/synth --seed 7 --voices wide
+
+resumable() {  # resumable OUT CMD...: CMD --out OUT, resumed if it was stopped, skipped if it finished
+    local out=$1; shift
+    [ -f "${out%.safetensors}.log.jsonl" ] && return 0
+    local resume=(); [ -f "${out%.safetensors}.state.pt" ] && resume=(--resume)
+    "$@" --out "$out" "${resume[@]}"
+}
+
+each_fold() {  # each_fold DIR NAME CMD...: a run per fold of recipes/lips_folds.json (its people held out), then one on all
+    local dir=$1 name=$2; shift 2
+    local folds k hold
+    folds=$(python3 -c "import json; print(len(json.load(open('recipes/lips_folds.json'))['folds']))")
+    for k in $(seq 0 $((folds - 1))); do
+        hold=$(python3 -c "import json; print(','.join(json.load(open('recipes/lips_folds.json'))['folds'][$k]))")
+        resumable "$dir/fold$k/$name.safetensors" "$@" --hold-out "$hold"
+    done
+    resumable "$dir/all/$name.safetensors" "$@"
+}
