@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from talkhead.metrics import blink_rate, head_stats, lipsync_r, mouth_mse
+from talkhead.metrics import blink_rate, head_stats, lipsync_r, mouth_mse, pearson
 from talkhead.motion.model import MotionModel
 from talkhead.motion.windows import window_starts
 from talkhead.rig.spec import SPEC
@@ -37,6 +37,15 @@ def _diversity(samples: np.ndarray) -> dict[str, float]:
     return {"diversity_lips": float(spread[SPEC.indices(["jawOpen", "mouthClose", "mouthPucker", "mouthFunnel"])].mean()),
             "diversity_head": float(spread[SPEC.pose][:3].mean()),
             "diversity_blink": float(spread[SPEC.indices(["eyeBlinkLeft", "eyeBlinkRight"])].mean())}
+
+
+def gap_r(gen: list[np.ndarray], target: list[np.ndarray]) -> float:
+    """Pooled r of the lip gap the motion draws on the standard face (``motion.lipnet.drawn_gap``): the opening
+    however a model makes it (jaw, or lips sealing), where jawOpen r sees one channel of it."""
+    from talkhead.motion.lipnet import drawn_gap
+
+    gap = lambda ms: np.concatenate([drawn_gap(torch.as_tensor(m, dtype=torch.float32)).numpy() for m in ms])  # noqa: E731
+    return pearson(gap(gen), gap(target))
 
 
 @torch.no_grad()
@@ -69,6 +78,7 @@ def evaluate(model: MotionModel, data: str | Path | list[str | Path], steps: int
         "lipsync_r": lipsync_r(gens, targets),
         "lipsync_r_per_voice": {v: lipsync_r([gens[i] for i in ix], [targets[i] for i in ix]) for v, ix in per_voice.items()},
         "lipsync_r_per_clip": {r["id"]: round(lipsync_r([g], [t]), 4) for r, g, t in zip(val.rows, gens, targets)},
+        "gap_r": gap_r(gens, targets),
         "mouth_mse": mouth_mse(gens, targets),
         "blink_rate_per_min": float(np.mean([blink_rate(g) for g in gens])),
         "target_blink_rate_per_min": float(np.mean([blink_rate(t) for t in targets])),

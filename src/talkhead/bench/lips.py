@@ -3,7 +3,8 @@
 For each real talking clip (ingested by ``data talking`` into ``OUT/corpus``, resumable), the inner-lip gap
 over face width of the real frames (dlib) is compared with the gap of lips driven by the clip's own
 recording (the audio as filmed), as Pearson r at the best lag within +-``max_lag`` frames, over frames
-whose lips are visible. The speech-driven gap is the warp renderer's geometry: the motion drawn on the
+whose lips are visible (a live student hears the recording as a live session does). The speech-driven gap
+is the warp renderer's geometry: the motion drawn on the
 rig fitted to the clip's own first face (``data.talking.motion_gap``); ``render`` adds models measured on
 warp-rendered frames, re-detected by dlib, as a viewer sees them. Beside them, the capture ceiling (the
 motion fitted to the real frames, drawn the same way) and the loudness baseline (the audio's level as lips).
@@ -66,15 +67,29 @@ def score_clip(corpus: Path, row: dict, drives: dict, cfg: LipsBenchConfig) -> d
            "valid_share": row["valid_share"], "offset_frames": row.get("offset_frames"),
            "capture": scored(motion_gap(neutral, a["motion"])), "loudness": scored(loudness(wav, len(real)))}
     for name, model in drives.items():
-        from talkhead.pipeline import MotionConfig, motion_from_audio
-
-        motion = motion_from_audio(model, wav, MotionConfig(seed=cfg.seed))
+        motion = speech_motion(model, wav, cfg.seed)
         out[name] = scored(motion_gap(neutral, motion))
         if name in cfg.render:
             out[f"{name} (warp frames)"] = scored(rendered_gap(row, motion, cfg.render_size))
     if "capture" in cfg.render:
         out["capture (warp frames)"] = scored(rendered_gap(row, a["motion"], cfg.render_size))
     return out
+
+
+def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
+    """The motion a model makes of ``wav`` as it is used: offline, or for a live student, as a live session
+    hears the speech (40 ms chunks, its own feature blocks and look-ahead)."""
+    from talkhead.pipeline import MotionConfig, motion_from_audio
+
+    if "live" not in model.meta:
+        return motion_from_audio(model, wav, MotionConfig(seed=seed))
+    from talkhead.motion.stream import MotionStream
+    from talkhead.serve.session import live_stream_args
+
+    v = live_stream_args(model)
+    s = MotionStream(model, seed, None, None, 1.0, v["block_s"], v["context_s"], None, v["lookahead"], v["right_s"],
+                     v["step"], v["window"])
+    return np.concatenate([b for i in range(0, len(wav), 640) for b in s.push(wav[i:i + 640])] + list(s.flush()))
 
 
 def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Each entry (``NAME[@STEPS[:SAMPLER]]``) samples every held-out clip of the aligned real-speech
 corpora (``talkhead data align``) and of a TTS corpus' held-out voices, and is scored as the
-pooled Pearson r of jawOpen against the rig targets of the aligned phones.
+pooled Pearson r of jawOpen against the rig targets of the aligned phones, and of the lip gap both draw on the
+standard face (``gap_r``: the opening however it is made, jaw or lips sealing).
 """
 
 from __future__ import annotations
@@ -31,15 +32,15 @@ def run_real_bench(entries: list[Entry], real: list[str | Path], out: str | Path
         t0 = time.perf_counter()
         got = evaluate(model, list(real), steps=e.steps, sampler=e.sampler, seeds=1, progress=progress)
         row = {"entry": e.label, "model": e.model, "steps": got["steps"], "sampler": got["sampler"],
-               "features": model.features.kind, "real_r": round(got["lipsync_r"], 4),
+               "features": model.features.kind, "real_r": round(got["lipsync_r"], 4), "real_gap_r": round(got["gap_r"], 4),
                "real_r_per_speaker": {k: round(v, 4) for k, v in got["lipsync_r_per_voice"].items()},
                "real_r_per_clip": got["lipsync_r_per_clip"], "real_clips": got["clips"]}
         if tts is not None:
             t = evaluate(model, tts, steps=e.steps, sampler=e.sampler, seeds=1, clips=tts_clips, progress=progress)
-            row["tts_heldout_r"] = round(t["lipsync_r"], 4)
+            row["tts_heldout_r"], row["tts_heldout_gap_r"] = round(t["lipsync_r"], 4), round(t["gap_r"], 4)
         row["seconds"] = round(time.perf_counter() - t0, 1)
         rows.append(row)
-        print(f"{e.label:40s} real r {row['real_r']:.3f} {row['real_r_per_speaker']}"
+        print(f"{e.label:40s} real r {row['real_r']:.3f} {row['real_r_per_speaker']} lip gap r {row['real_gap_r']:.3f}"
               + (f"  TTS held-out r {row['tts_heldout_r']:.3f}" if "tts_heldout_r" in row else ""))
     result = {"real": [str(r) for r in real], "tts": str(tts) if tts else None, "tts_clips": tts_clips,
               "threads": torch.get_num_threads(), "rows": rows}
