@@ -116,6 +116,8 @@ def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
     assert len(people) >= 10 and not any(c.startswith(("vexpress-", "psychopy-")) for c in
                                           model.lips.meta["train"]["clips"])  # measure-only clips never learnt
     assert load_model("student-4-whisper+none").lips is None and load(default_model_name()).lips is None
+    live = load_model("student-1-whisper-live").lips  # the live student wears the net trained on live audio
+    assert live.net.cfg.ahead == 1 and live.meta["train"]["config"]["view"] == "live"
     # Silence: lips shut; speech: they open and close with it.
     quiet = motion_from_audio(model, np.zeros(16_000 * 3, np.float32), MotionConfig(seed=1))
     assert quiet[:, SPEC["jawOpen"]].max() < 0.15
