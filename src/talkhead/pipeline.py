@@ -30,12 +30,17 @@ class MotionConfig:
             raise InputError(f"--steps must be at least 1, got {self.steps}")
 
 
-def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig()) -> np.ndarray:
-    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once."""
+def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig(),
+                      chunk: int | None = None, **view) -> np.ndarray:
+    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once,
+    or ``chunk`` samples at a time with ``view`` (``MotionStream``'s block and look-ahead settings: e.g. a live
+    session's, ``serve.session.live_stream_args``)."""
     from talkhead.motion.stream import MotionStream
 
-    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance)
-    return np.concatenate([*stream.push(wav), *stream.flush()])
+    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
+    step = chunk or max(1, len(wav))
+    return np.concatenate([b for i in range(0, len(wav), step) for b in stream.push(wav[i:i + step])]
+                          + list(stream.flush()))
 
 
 def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),

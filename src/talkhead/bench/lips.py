@@ -83,13 +83,9 @@ def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
 
     if "live" not in model.meta:
         return motion_from_audio(model, wav, MotionConfig(seed=seed))
-    from talkhead.motion.stream import MotionStream
     from talkhead.serve.session import live_stream_args
 
-    v = live_stream_args(model)
-    s = MotionStream(model, seed, None, None, 1.0, v["block_s"], v["context_s"], None, v["lookahead"], v["right_s"],
-                     v["step"], v["window"])
-    return np.concatenate([b for i in range(0, len(wav), 640) for b in s.push(wav[i:i + 640])] + list(s.flush()))
+    return motion_from_audio(model, wav, MotionConfig(seed=seed), chunk=640, **live_stream_args(model))
 
 
 def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:

@@ -146,7 +146,6 @@ class LipHead:
     feat_std: Tensor
     gap_mean: float  # the standard face's drawn gap of captured real motion: z-units -> gap
     gap_std: float
-    strength: float = 1.0  # 1: the net's opening; 0: the motion model's own
     meta: dict[str, Any] | None = None
 
     def fits(self, features: FeatureConfig) -> bool:
@@ -166,8 +165,6 @@ class LipHead:
         b, t, d = motion.shape
         flat = motion.reshape(b * t, d).float()
         target = (self.gap_mean + self.gap_std * self.opening(raw)).reshape(-1).clamp_min(0.0)
-        if self.strength != 1.0:
-            target = self.strength * target + (1 - self.strength) * drawn_gap(flat)
         return follow_gap(flat, target).reshape(b, t, d).to(motion)
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
