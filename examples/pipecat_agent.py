@@ -38,9 +38,16 @@ logger.add(sys.stderr, level="WARNING")
 
 from fastapi import FastAPI, HTTPException  # noqa: E402  (the Pipecat imports below come after the logger is set)
 from fastapi.responses import HTMLResponse
-from pipecat.frames.frames import (InterruptionWorkerFrame, LLMContextFrame, LLMFullResponseEndFrame,
-                                   LLMFullResponseStartFrame, LLMMessagesAppendFrame, LLMRunFrame, LLMTextFrame,
-                                   TTSAudioRawFrame)
+from pipecat.frames.frames import (
+    InterruptionWorkerFrame,
+    LLMContextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMMessagesAppendFrame,
+    LLMRunFrame,
+    LLMTextFrame,
+    TTSAudioRawFrame,
+)
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -223,7 +230,7 @@ def make_app(avatar: str | None, size: int, ice: tuple[str, ...] | None) -> Fast
 def face_size(avatar: str | None, size: int) -> tuple[int, int]:
     """The images' size: a ``.avatar``'s own, else ``size`` square (what TalkheadVideoService draws)."""
     if avatar is not None and Path(avatar).suffix == ".avatar":
-        from talkhead.render.avatar import load_avatar
+        from talkhead.avatar.file import load_avatar
 
         h, w = load_avatar(avatar).base.shape[1:3]  # its own video's frames, the face redrawn in them
         return w, h

@@ -2,14 +2,21 @@
 # The mouth bank's choices on cap12 -> cap13 (docs/avatar.md), after `talkhead bench avatar` made runs/avatar-bench:
 # retrieval alone by the scaled mouth channels against the rig's lip points, then the avatar with each JUMP.
 # Usage: python recipes/avatar_bank_sweep.py [JUMP,JUMP,...]   (one thread; about a minute per jump)
-import json, sys
-import numpy as np, torch
+import json
+import sys
+
+import numpy as np
+import torch
+
 torch.set_num_threads(1)
-from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, _redraw, face_metrics
-from talkhead.data.mouths import MOUTH, distances, mouth_keys
-from talkhead.render.avatar import load_avatar, paste_lower_face
-from talkhead.train.avatar import load_data
 from pathlib import Path
+
+from talkhead.avatar.mouths import MOUTH, distances, mouth_keys
+from talkhead.avatar.file import load_avatar
+from talkhead.avatar.renderer import paste_lower_face
+from talkhead.avatar.train import load_data
+from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, _redraw, face_metrics
+
 work = Path("runs/avatar-bench")
 av = load_avatar(work / "cap12.avatar")
 d = load_data(work / "cap12.avatar.work" / "data.npz", av.engine.vae.down)

@@ -3,17 +3,25 @@
 # L1 + gradient + WEIGHT x hinge-GAN on 64 px patches (encoder frozen, so the latent space and the teacher stay),
 # then measure its reconstruction of cap13's lower face against the real frames.
 # Usage (after `talkhead bench avatar`, which makes runs/avatar-bench): python recipes/avatar_decoder_gan.py WEIGHT STEPS [OUT]
-import sys, time, json, numpy as np, torch
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
 torch.set_num_threads(1)
-from talkhead.train.avatar import load_data
-from talkhead.render.latent.vae import as_batch, load_vae
-from talkhead.train.vae import Adversary, VAEObjective
-from talkhead.train.loop import FitConfig, fit
-from talkhead.render.avatar import load_avatar, fitted_drive
-from talkhead.data.video import read_frames
-from talkhead.data.avatar import extract
+from talkhead.avatar.data import extract
+from talkhead.avatar.reenact import fitted_drive
+from talkhead.avatar.file import load_avatar
+from talkhead.avatar.train import load_data
 from talkhead.bench.avatar import laplacian_var
 from talkhead.checkpoint import save_checkpoint
+from talkhead.latent.train_vae import Adversary, VAEObjective
+from talkhead.latent.vae import as_batch, load_vae
+from talkhead.train.loop import FitConfig, fit
+from talkhead.video import read_frames
+
 weight, steps = float(sys.argv[1]), int(sys.argv[2])
 work = "runs/avatar-bench/cap12.avatar.work"
 d = load_data(f"{work}/data.npz", 4)

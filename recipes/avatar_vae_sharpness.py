@@ -1,16 +1,24 @@
 #!/usr/bin/env python
 # Avatar VAE sharpness (docs/avatar.md): train a VAE on cap12's crops, measure its reconstruction of cap13's lower face.
 # Usage (after `talkhead bench avatar`, which makes runs/avatar-bench): python recipes/avatar_vae_sharpness.py LATENT STEPS PATCH
-import sys, time, json, numpy as np, torch
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
 torch.set_num_threads(1)
-from talkhead.train.avatar import load_data
-from talkhead.render.latent.vae import FaceVAE, VAEConfig, as_batch
-from talkhead.train.vae import VAEObjective
-from talkhead.train.loop import FitConfig, fit
-from talkhead.render.avatar import load_avatar, fitted_drive
-from talkhead.data.video import read_frames
-from talkhead.data.avatar import extract
+from talkhead.avatar.data import extract
+from talkhead.avatar.reenact import fitted_drive
+from talkhead.avatar.file import load_avatar
+from talkhead.avatar.train import load_data
 from talkhead.bench.avatar import laplacian_var
+from talkhead.latent.train_vae import VAEObjective
+from talkhead.latent.vae import FaceVAE, VAEConfig, as_batch
+from talkhead.train.loop import FitConfig, fit
+from talkhead.video import read_frames
+
 latent, steps, patch = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 d=load_data("runs/avatar-bench/cap12.avatar.work/data.npz", 4)
 frames=np.concatenate([c["frames"] for c in d.clips])

@@ -4,15 +4,20 @@
 # per window), the 6 real recordings in tests/assets/speech are fed 40 ms at a time after idle motion, and the live
 # motion's jawOpen is correlated with student-1-whisper's offline motion of the same recording.
 # Usage: [MODEL=path] [WIN=24] python recipes/live_view_sweep.py 2,10,2,1,1 5,5,5,4,2 ...
-import json, os, sys, time
+import json
+import os
+import sys
+import time
 from pathlib import Path
-import numpy as np, torch
+
+import numpy as np
+import torch
+
 torch.set_num_threads(1)
 from talkhead.audio.io import load_audio
 from talkhead.metrics import pearson
-from talkhead.motion.model import load
-from talkhead.motion.stream import MotionStream
-from talkhead.pipeline import MotionConfig, load_model, motion_from_audio
+from talkhead.motion.model import load, load_model
+from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
 from talkhead.rig.spec import SPEC
 from talkhead.serve.session import idle_track
 

@@ -3,12 +3,15 @@
 # the 4 s sentence blocks alone (one sentence spoken whole) against 4 s blocks after motion.stream.Ramp (joe handed
 # over in Piper pieces). Says: Harvard sentences, two per say (3 says), six in one, and five single sentences.
 # Usage: python recipes/say_lips.py
-import numpy as np, json
+import json
+
+import numpy as np
+
 from talkhead.audio.tts import speak_stream, speech_chunks
 from talkhead.bench.voices import SENTENCES
 from talkhead.metrics import pearson
+from talkhead.motion.model import load_model
 from talkhead.motion.stream import MotionStream, Ramp
-from talkhead.pipeline import load_model
 from talkhead.rig.spec import SPEC
 from talkhead.serve.session import idle_track
 

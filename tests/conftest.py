@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from talkhead.data.corpus import CorpusConfig, synth_corpus
-from talkhead.motion.denoiser import DenoiserConfig
-from talkhead.train.configs import TrainConfig
-from talkhead.train.teacher import train
 from tiny_latent import ASTRONAUT, TINY_NET, TINY_TRAIN
+
+from talkhead.motion.data.corpus import CorpusConfig, synth_corpus
+from talkhead.motion.net import DenoiserConfig
+from talkhead.motion.train.configs import TrainConfig
+from talkhead.motion.train.teacher import train
 
 SENTENCES_PER_VOICE = 8
 
@@ -18,7 +18,7 @@ SENTENCES_PER_VOICE = 8
 def tts_samples():
     """{voice: [(text, Speech), ...]}: 8 generated paragraphs per voice, every voice, fixed seed."""
     from talkhead.audio.tts import VOICES, synthesize
-    from talkhead.data.text import paragraph
+    from talkhead.motion.data.text import paragraph
 
     rng = np.random.default_rng(20240611)
     out = {}
@@ -85,7 +85,7 @@ def real_corpus(tmp_path_factory):
     """The real recordings in tests/assets/speech, force-aligned: 2 held-out clips, 2 training clips (seed 3)."""
     from pathlib import Path
 
-    from talkhead.data.real import AlignConfig, align_folder
+    from talkhead.motion.data.real import AlignConfig, align_folder
 
     speech = Path(__file__).resolve().parent / "assets" / "speech"
     out = tmp_path_factory.mktemp("real") / "corpus"
@@ -114,7 +114,7 @@ def tiny_faces(tiny_corpus, tmp_path_factory):
     """64 px crops of the astronaut (training) and her mirror image (held out), 2 corpus clips each."""
     from PIL import Image
 
-    from talkhead.data.faces import FacesConfig, render_faces
+    from talkhead.latent.data import FacesConfig, render_faces
 
     root = tmp_path_factory.mktemp("latent")
     mirrored = root / "mirrored.png"
@@ -126,8 +126,8 @@ def tiny_faces(tiny_corpus, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_vae(tiny_faces, tmp_path_factory):
-    from talkhead.render.latent.vae import VAEConfig
-    from talkhead.train.vae import train_vae
+    from talkhead.latent.train_vae import train_vae
+    from talkhead.latent.vae import VAEConfig
 
     run = tmp_path_factory.mktemp("vae")
     train_vae(tiny_faces, run, VAEConfig(size=64, widths=(8, 16, 16)), steps=80, batch=8, progress=False)
@@ -137,7 +137,7 @@ def tiny_vae(tiny_faces, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_engine_run(tiny_vae, tiny_faces, tmp_path_factory):
     """A run folder holding teacher.safetensors and student-1.safetensors."""
-    from talkhead.train.latent import distill_student, train_teacher
+    from talkhead.latent.train import distill_student, train_teacher
 
     run = tmp_path_factory.mktemp("engine")
     train_teacher(tiny_vae, tiny_faces, run, TINY_TRAIN, TINY_NET, progress=False)
@@ -184,8 +184,8 @@ def talking_corpus(talking_video, tmp_path_factory):
 
 
 def tiny_avatar_config():
-    from talkhead.data.avatar import AvatarDataConfig
-    from talkhead.train.avatar import AvatarTrainConfig
+    from talkhead.avatar.data import AvatarDataConfig
+    from talkhead.avatar.train import AvatarTrainConfig
 
     return AvatarTrainConfig(data=AvatarDataConfig(min_seconds=3.0, fit_iters=150), vae_widths=(8, 16), vae_steps=40,
                              vae_batch=4, vae_patch=48, widths=(8, 16, 16), teacher_steps=40, batch=4,
@@ -202,7 +202,7 @@ def tiny_avatar_cfg():
 @pytest.fixture(scope="session")
 def tiny_avatar(talking_video, tmp_path_factory):
     """A trained .avatar of the talking video (tiny networks: a few seconds of training)."""
-    from talkhead.train.avatar import train_avatar
+    from talkhead.avatar.train import train_avatar
 
     out = tmp_path_factory.mktemp("avatar") / "astronaut.avatar"
     train_avatar([talking_video[0]], out, tiny_avatar_config(), progress=False, log=lambda *a: None)

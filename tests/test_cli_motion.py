@@ -67,8 +67,8 @@ def test_export_of_several_runs_ships_the_mean_of_their_weights(tiny_teacher, ti
     import torch
 
     from talkhead.motion.model import load
-    from talkhead.train.configs import ProgressiveConfig
-    from talkhead.train.distill import distill
+    from talkhead.motion.train.configs import ProgressiveConfig
+    from talkhead.motion.train.distill import distill
 
     runs = [distill(str(tiny_teacher), tiny_corpus, tmp_path / f"run{seed}",
                     ProgressiveConfig(start_steps=4, to=2, iters=3, batch=4, lr=1e-2, seed=seed), progress=False)[0]

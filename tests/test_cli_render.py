@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from talkhead.cli import main
-from talkhead.data.video import read_frames
 from talkhead.rig.spec import SPEC
-from talkhead.video import probe
+from talkhead.video import probe, read_frames
 
 SIZE = (400, 300)  # as the real webcam videos (faces ~75 px wide)
 
@@ -23,10 +22,10 @@ def captured(tmp_path_factory):
     from PIL import Image
 
     from talkhead.audio.tts import synthesize
-    from talkhead.render.face import default_photo
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.face.detect import default_photo
     from talkhead.rig import target_motion
     from talkhead.video import write_mp4
+    from talkhead.warp.renderer import WarpRenderer
 
     d = tmp_path_factory.mktemp("render")
     sp = synthesize("Bob bought a big blue map for papa.", "us-female")
@@ -45,7 +44,7 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def test_captured_motion_on_the_first_frame_reenacts_the_video(captured):
-    from talkhead.render.face import detect_face
+    from talkhead.face.detect import detect_face
 
     d, video, real, frame0, motion = captured
     out = d / "reenact.mp4"

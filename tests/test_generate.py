@@ -8,7 +8,8 @@ import pytest
 from talkhead.audio.io import write_wav
 from talkhead.audio.tts import synthesize
 from talkhead.cli import main
-from talkhead.pipeline import GenerateConfig, MotionConfig, generate
+from talkhead.motion.stream import MotionConfig
+from talkhead.pipeline import GenerateConfig, generate
 from talkhead.rig.io import load_motion
 from talkhead.rig.spec import SPEC
 from talkhead.video import probe

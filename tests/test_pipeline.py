@@ -10,9 +10,11 @@ import pytest
 
 from talkhead.audio.io import load_audio
 from talkhead.cli import main
-from talkhead.pipeline import GenerateConfig, MotionConfig, generate, load_model, stream
+from talkhead.face.detect import default_photo
+from talkhead.motion.model import load_model
+from talkhead.motion.stream import MotionConfig
+from talkhead.pipeline import GenerateConfig, generate, stream
 from talkhead.render import make_renderer
-from talkhead.render.face import default_photo
 from talkhead.rig.io import load_motion
 
 WAV = Path(__file__).resolve().parent / "assets" / "speech" / "arctic_a0009.wav"

@@ -82,7 +82,7 @@ JOB_KEYS = ["out", "text", "audio", "image", "voice", "model", "steps", "seed", 
                                 JSON.map(json.dumps), st.text(max_size=40),
                                 st.binary(max_size=30).map(lambda b: b.decode("latin-1"))), max_size=8))
 def test_jobs_lines_are_jobs_or_refused_with_a_reason(lines):
-    from talkhead.batch import Job, Refused, read_jobs
+    from talkhead.scale.batch import Job, Refused, read_jobs
 
     path = _file(".jsonl", "\n".join(lines).encode("utf-8", "surrogatepass"))
     for item in read_jobs(path, path.parent / "out"):
@@ -96,7 +96,7 @@ def test_jobs_lines_are_jobs_or_refused_with_a_reason(lines):
        ndim=st.integers(0, 5), fill=st.sampled_from([0.0, float("nan")]), drop=st.sampled_from([None, "audio", "box"]),
        background=st.tuples(st.integers(1, 20), st.integers(1, 20), st.integers(1, 4)))
 def test_latents_files_are_videos_or_a_named_error(latents, ndim, fill, drop, background):
-    from talkhead.render.latent.renderer import LatentVideo
+    from talkhead.latent.renderer import LatentVideo
 
     arrays = {"latents": np.full(latents[:ndim], fill, np.float16), "engine": np.array("latent-student-4"),
               "background": np.zeros(background, np.uint8), "box": np.array([0.0, 0.0, 8.0, 8.0]),
@@ -125,7 +125,7 @@ def avatar_parts(tiny_avatar):
 def test_avatar_files_with_any_metadata_load_or_are_refused_by_name(avatar_parts, edits):
     from safetensors.torch import save_file
 
-    from talkhead.render.avatar import load_avatar
+    from talkhead.avatar.file import load_avatar
 
     tensors, meta = avatar_parts
     meta = json.loads(json.dumps(meta))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from talkhead.audio.tts import synthesize
-from talkhead.metrics import pearson
 from talkhead.checkpoint import load_checkpoint
 from talkhead.cli import main
+from talkhead.metrics import pearson
 from talkhead.motion.model import default_model_name, load, shipped_models
-from talkhead.pipeline import MotionConfig, motion_from_audio
+from talkhead.motion.stream import MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 from talkhead.rig.spec import SPEC
 
@@ -107,7 +107,7 @@ def test_shipped_models_give_the_pinned_motion_for_a_fixed_seed():
 
 def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
     from talkhead.motion.lipnet import shipped_head
-    from talkhead.pipeline import load_model
+    from talkhead.motion.model import load_model
 
     path = shipped_head()
     assert path is not None and path.stat().st_size < 2e6

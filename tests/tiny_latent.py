@@ -3,8 +3,8 @@
 import importlib.util
 from pathlib import Path
 
-from talkhead.render.latent.model import LatentConfig
-from talkhead.train.latent import LatentTrainConfig
+from talkhead.latent.net import LatentConfig
+from talkhead.latent.train import LatentTrainConfig
 
 ASTRONAUT = Path(importlib.util.find_spec("skimage").origin).parent / "data" / "astronaut.png"
 TINY_NET = LatentConfig(widths=(16, 16, 16), emb=32)

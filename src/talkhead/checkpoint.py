@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from safetensors import safe_open
 from safetensors.torch import save as st_save
 
@@ -85,12 +86,34 @@ def described(path: str | Path, what: str) -> Iterator[None]:
         raise InputError(f"{path} is not a usable {what} ({type(e).__name__}: {str(e)[:160]})") from None
 
 
+# Random initialisers, as torch and torch.nn.init name them: a probe's values are never read.
+_RANDOM_INIT = {"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "cauchy_", "log_normal_",
+                "geometric_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_",
+                "trunc_normal_", "orthogonal_"}
+
+
+class _NoRandomInit(TorchFunctionMode):
+    """Random initialisation skipped (``randn``/``rand`` give empty tensors, in-place initialisers do nothing).
+
+    Drawing random numbers on the meta device runs torch's Python reference ops, which import its symbolic
+    shape machinery (sympy, dynamo): 1.1 s of a ``generate``'s start-up, measured, for values nobody reads."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.randn, torch.rand):
+            kwargs.pop("generator", None)
+            return torch.empty(*args, **kwargs)
+        if getattr(func, "__name__", "") in _RANDOM_INIT:
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **kwargs)
+
+
 def check_weights(make: Callable[[], torch.nn.Module], tensors: dict[str, torch.Tensor], what: str) -> None:
     """Refuse weights that are not exactly those of the network ``make`` builds from a file's metadata.
 
     The network is built on the meta device first, which allocates nothing: metadata that describes a huge
     network (a crafted file's widths) costs nothing to refuse, where building it for real would take GBs."""
-    with torch.device("meta"):
+    with torch.device("meta"), _NoRandomInit():
         probe = make()
     want = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in tensors.items()}

@@ -1,10 +1,11 @@
-"""Motion quality metrics shared by evaluation, validation and the benchmarks."""
+"""Quality metrics shared by evaluation, validation and the benchmarks: of motion, and PSNR of frames."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.config import FPS
+from talkhead.rig.spec import SPEC
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -59,3 +60,9 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity of two flattened arrays."""
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
     return float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
+
+
+def psnr_db(mse: np.ndarray | float, peak: float = 255.0, floor: float = 1e-10) -> np.ndarray | float:
+    """Peak signal-to-noise ratio (dB) of mean squared errors (one, or one per frame) in the units of ``peak``;
+    an error under ``floor`` counts as ``floor`` (identical frames: a large finite figure)."""
+    return 10 * np.log10(peak ** 2 / np.maximum(mse, floor))

@@ -1,46 +1,25 @@
-"""The one path from speech to motion to video; offline generation and streaming share these stages."""
+"""The one path from speech to motion to video; offline generation and streaming share these stages.
+
+The API's front door: ``MotionConfig`` and ``load_model`` (from ``motion``) are here beside ``stream`` and
+``generate``.
+"""
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+
 from talkhead.audio.tts import Speech
+from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel
+from talkhead.motion.model import MotionModel, load_model
+from talkhead.motion.stream import MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
-
-
-@dataclass(frozen=True)
-class MotionConfig:
-    """How motion is made: a model (name or path) and its sampling, or phoneme targets."""
-
-    model: str | None = None  # None: the default shipped model
-    steps: int | None = None  # None: the model's own (a student's step count, 50 for the teacher)
-    sampler: str | None = None
-    guidance: float = 1.0
-    seed: int = 0
-    driver: str = "model"  # "model" or "phones"
-
-    def __post_init__(self) -> None:
-        if self.steps is not None and self.steps < 1:
-            raise InputError(f"--steps must be at least 1, got {self.steps}")
-
-
-def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig(),
-                      chunk: int | None = None, **view) -> np.ndarray:
-    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once,
-    or ``chunk`` samples at a time with ``view`` (``MotionStream``'s block and look-ahead settings: e.g. a live
-    session's, ``serve.session.live_stream_args``)."""
-    from talkhead.motion.stream import MotionStream
-
-    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
-    step = chunk or max(1, len(wav))
-    return np.concatenate([b for i in range(0, len(wav), step) for b in stream.push(wav[i:i + step])]
-                          + list(stream.flush()))
 
 
 def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
@@ -57,15 +36,6 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
     return motion_from_audio(model, speech.wav, cfg)
 
 
-def load_model(name: str | None) -> MotionModel:
-    """A shipped model by name, a checkpoint path, or the default shipped model, wearing the shipped lip
-    net when its front end fits (``MODEL+none``: the model's own lips; ``MODEL+LIPS``: another net)."""
-    from talkhead.motion.model import default_model_name, load, split_lips, with_lips
-
-    model = load(name or default_model_name())
-    return model if split_lips(name or "")[1] is not None else with_lips(model, None, strict=False)
-
-
 @dataclass(frozen=True)
 class GenerateConfig:
     """One video: where speech and face come from, how motion is made, how frames are drawn."""
@@ -74,7 +44,7 @@ class GenerateConfig:
     audio: str | None = None
     text: str | None = None
     transcript: str | None = None  # what --audio says: aligned to it, its phones can drive the lips
-    voice: str = "us-female"
+    voice: str = DEFAULT_VOICE
     motion: MotionConfig = MotionConfig()
     size: int | tuple[int, int] = 512  # N (square) or (width, height)
     cadence_stride: int = 1
@@ -88,7 +58,7 @@ class GenerateConfig:
         """What the chosen renderer takes beyond photo and size: the latent one samples its own cadence."""
         if self.renderer != "latent":
             return {}
-        from talkhead.render.latent.renderer import DEFAULT_ENGINE
+        from talkhead.latent.renderer import DEFAULT_ENGINE
 
         return {"engine": self.latent_engine or DEFAULT_ENGINE, "stride": self.cadence_stride,
                 "seed": self.motion.seed, "output": "latents" if latents_only else "frames"}
@@ -131,23 +101,18 @@ class Frame(NamedTuple):
 
 
 def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: MotionConfig = MotionConfig(),
-           stride: int = 1, batch: int = 32, block_s: float = 28.0, context_s: float = 1.0,
-           tail: np.ndarray | None = None, lookahead: int | None = None, right_s: float | None = None,
-           step: int = 2, window: int | None = None, ramp=None) -> Iterator[Frame]:
+           stride: int = 1, batch: int = 32, **view) -> Iterator[Frame]:
     """Speech arriving in chunks (16 kHz mono) -> frames, each as soon as it is final.
 
-    Stages: audio front end in blocks (``block_s``, ``context_s``), motion windows continuing the
-    previous window's tail, then the renderer in batches fixed by frame index. ``generate`` is this
-    generator fed the whole recording, so a stream gives the same frames however speech is chunked.
-    ``tail``: motion shown just before (rig units), which the speech continues from (a live face).
-    ``lookahead`` (frames): live speech, a frame out that many frames after its audio (``LowLatencyRunner``,
-    a window every ``step`` frames); ``right_s``: the audio context after a feature block (default ``context_s``).
-    ``ramp`` (``motion.stream.Ramp``): speech synthesised as it is spoken, its first frames from short windows.
+    Stages: audio front end in blocks, motion windows continuing the previous window's tail, then the
+    renderer in batches fixed by frame index. ``generate`` is this generator fed the whole recording, so a
+    stream gives the same frames however speech is chunked. ``view`` is how the motion stream hears the
+    speech (``motion.stream.MotionStream``'s ``block_s``, ``context_s``, ``right_s``, ``lookahead``, ``step``,
+    ``window``, ``ramp``) and ``tail``, the motion shown just before, which the speech continues from (a live face).
     """
     from talkhead.motion.stream import MotionStream
 
-    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, block_s, context_s, tail, lookahead,
-                          right_s, step, window, ramp)
+    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
 
     def blocks() -> Iterator[np.ndarray]:
         for chunk in chunks:
@@ -205,8 +170,6 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     ``latents_out`` (latent renderer): also, or with ``out`` None only, write the frame latents
     for ``talkhead decode`` (E2, deferred decoding).
     """
-    import time
-
     from tqdm import tqdm
 
     from talkhead.rig.io import save_motion
@@ -215,21 +178,16 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
 
     _check_outputs(cfg, out, latents_out)
     times: dict[str, float] = {}
-    t = time.perf_counter()
-    model = None if cfg.motion.driver == "phones" else load_model(cfg.motion.model)
-    times["model"] = time.perf_counter() - t
-    t = time.perf_counter()
-    renderer = face_renderer(cfg, latents_only=out is None)
+    model = _timed(times, "model", lambda: None if cfg.motion.driver == "phones" else load_model(cfg.motion.model))
+    renderer = _timed(times, "face", face_renderer, cfg, latents_only=out is None)
     if latents_out and out is not None:
         renderer.recorded = []
-    times["face"] = time.perf_counter() - t
-    t = time.perf_counter()
-    speech = load_speech(cfg)
-    times["speech"] = time.perf_counter() - t
+    speech = _timed(times, "speech", load_speech, cfg)
     t = time.perf_counter()
     frames = _frames(cfg, model, renderer, speech)
     shown: list[np.ndarray] = []
-    bar = tqdm(total=-(-len(speech.wav) // 640), unit="frame", desc="generate", disable=not progress)
+    bar = tqdm(total=-(-len(speech.wav) * FPS // speech.sample_rate), unit="frame", desc="generate",
+               disable=not progress)
 
     def images() -> Iterator[np.ndarray]:
         for f in frames:
@@ -245,25 +203,31 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     bar.close()
     times["motion_render_encode"] = time.perf_counter() - t
     if latents_out:
-        from talkhead.render.latent.renderer import LatentVideo
+        from talkhead.latent.renderer import LatentVideo
 
         LatentVideo(np.stack(latents), renderer.engine_name, renderer.background, renderer.box, speech.wav).save(latents_out)
     if motion_out:
         save_motion(motion_out, cadence_motion(np.stack(shown), cfg.cadence_stride))
-    return {"frames": len(shown), "seconds": len(shown) / 25, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+    return {"frames": len(shown), "seconds": len(shown) / FPS, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+
+
+def _timed(times: dict[str, float], stage: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, its wall time kept in ``times[stage]``."""
+    t = time.perf_counter()
+    out = fn(*args, **kwargs)
+    times[stage] = time.perf_counter() - t
+    return out
 
 
 def face_renderer(cfg: GenerateConfig, latents_only: bool = False):
     """The renderer a config asks for: an avatar's (its own frames), or the photo's through ``make_renderer``."""
+    from talkhead.face.detect import default_photo, load_image
     from talkhead.render import make_renderer
-    from talkhead.render.face import default_photo, load_image
 
     if cfg.avatar is not None:
-        from talkhead.render.avatar import AvatarRenderer
-
         if cfg.image is not None:
             raise InputError("give --image PHOTO or --avatar FILE, not both")
-        return AvatarRenderer(cfg.avatar, seed=cfg.motion.seed)
+        return make_renderer("avatar", avatar=cfg.avatar, seed=cfg.motion.seed)
     photo = load_image(cfg.image) if cfg.image else default_photo()
     return make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
                          **cfg.renderer_options(latents_only=latents_only))

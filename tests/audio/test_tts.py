@@ -11,7 +11,6 @@ import pytest
 
 from talkhead.audio.tts import (
     CORPUS_VOICES,
-    DEFAULT_VOICE,
     HELD_OUT_VOICES,
     SAMPLE_RATE,
     SILENCE,
@@ -21,6 +20,7 @@ from talkhead.audio.tts import (
     get_voice,
     synthesize,
 )
+from talkhead.config import DEFAULT_VOICE
 from talkhead.errors import InputError
 
 

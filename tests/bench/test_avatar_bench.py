@@ -10,9 +10,9 @@ from talkhead.bench.avatar import AvatarBenchConfig, face_metrics, speech_driven
 def test_face_metrics_tell_truth_blur_and_freeze_apart(talking_video, tiny_avatar):
     from PIL import Image, ImageFilter
 
-    from talkhead.data.avatar import extract
-    from talkhead.data.video import read_frames
-    from talkhead.render.avatar import load_avatar
+    from talkhead.avatar.data import extract
+    from talkhead.avatar.file import load_avatar
+    from talkhead.video import read_frames
 
     av = load_avatar(tiny_avatar)
     frames = read_frames(talking_video[0])[:60]

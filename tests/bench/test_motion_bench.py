@@ -9,8 +9,8 @@ import pytest
 
 from talkhead.bench.motion import ROW_KEYS, BenchConfig, run_motion_bench
 from talkhead.cli import main
-from talkhead.train.configs import ProgressiveConfig
-from talkhead.train.distill import distill
+from talkhead.motion.train.configs import ProgressiveConfig
+from talkhead.motion.train.distill import distill
 
 
 def test_bench_json_schema_and_plot(tiny_teacher, tiny_corpus, tmp_path):

@@ -8,13 +8,13 @@ import pytest
 
 from talkhead.bench.steps import StepsConfig, run_steps_bench, step_attribution
 from talkhead.cli import main
-from talkhead.errors import InputError
-from talkhead.motion.model import load
-from talkhead.train.configs import ProgressiveConfig
-from talkhead.train.distill import distill
 from talkhead.diffusion.pairs import PairsConfig
-from talkhead.train.trajectory import teacher_pairs
-from talkhead.data.windows import WindowSampler, load_clips
+from talkhead.errors import InputError
+from talkhead.motion.data.windows import WindowSampler, load_clips
+from talkhead.motion.model import load
+from talkhead.motion.train.configs import ProgressiveConfig
+from talkhead.motion.train.distill import distill
+from talkhead.motion.train.trajectory import teacher_pairs
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,10 @@ import dataclasses
 import pytest
 
 from talkhead.cli import build_parser
-from talkhead.motion.denoiser import DenoiserConfig
-from talkhead.pipeline import GenerateConfig, MotionConfig
-from talkhead.train.configs import METHODS, TrainConfig
+from talkhead.motion.net import DenoiserConfig
+from talkhead.motion.stream import MotionConfig
+from talkhead.motion.train.configs import METHODS, TrainConfig
+from talkhead.pipeline import GenerateConfig
 
 
 def _defaults(argv: list[str]) -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from talkhead.diffusion.denoiser import Denoiser
-from talkhead.motion.denoiser import DenoiserConfig, MotionTransformer
 from talkhead.diffusion.losses import diffusion_loss, progressive_loss, progressive_target
 from talkhead.diffusion.samplers import ddim_step
 from talkhead.diffusion.schedule import NoiseSchedule
+from talkhead.motion.net import DenoiserConfig, MotionTransformer
 
 
 def test_progressive_target_lands_one_ddim_step_on_the_two_step_result():

@@ -224,7 +224,7 @@ def test_a_tts_that_never_stops_is_spoken_whole_and_the_face_goes_back_to_idle()
 def test_the_remote_backend_uploads_the_photo_and_stops_on_an_interruption(server, tmp_path):
     from PIL import Image
 
-    from talkhead.render.face import default_photo
+    from talkhead.face.detect import default_photo
 
     photo = tmp_path / "me.png"
     Image.fromarray(default_photo()).save(photo)

@@ -50,7 +50,7 @@ def test_following_a_gap_sets_the_opening_only_and_reaches_what_it_can():
 
 
 def test_an_opening_means_the_same_on_a_face_photographed_with_its_mouth_open():
-    from talkhead.render.template import TEMPLATE, fit_rig, project
+    from talkhead.face.template import TEMPLATE, fit_rig, project
 
     lm = TEMPLATE[:68, :2].copy() * 100
     lm[[65, 66, 67, 56, 57, 58], 1] += 12  # the lower lip well below the upper one: a mouth open at rest
@@ -106,7 +106,7 @@ def test_a_model_wears_a_head_by_name_and_streams_as_it_samples_whole(tmp_path):
     whole = np.concatenate(list(MotionStream(model, seed=3).push(wav)) + list(MotionStream(model, seed=3).flush()))
     s = MotionStream(model, seed=3)
     parts = [b for i in range(0, len(wav), 7000) for b in s.push(wav[i:i + 7000])] + list(s.flush())
-    from talkhead.pipeline import MotionConfig, motion_from_audio
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
 
     offline = motion_from_audio(model, wav, MotionConfig(seed=3))
     assert np.allclose(np.concatenate(parts), offline, atol=1e-5)

@@ -8,9 +8,8 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load
+from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
 from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
-from talkhead.motion.stream import MotionStream
-from talkhead.pipeline import MotionConfig, motion_from_audio
 
 
 def test_window_starts_cover_the_clip():

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from talkhead.audio.tts import SAMPLE_RATE, synthesize
-from talkhead.data.text import paragraph
+from talkhead.config import FPS
+from talkhead.motion.data.text import paragraph
 from talkhead.rig import n_frames, target_motion
 from talkhead.rig.nonverbal import blinks, brow_raises, frame_energy_pitch, head_pose, nonverbal_motion
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.rig.spec import SPEC
 from talkhead.rig.visemes import stress_of
 
 BLINK = SPEC["eyeBlinkLeft"]

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from talkhead.audio.tts import synthesize
+from talkhead.config import FPS
 from talkhead.rig import n_frames, target_motion
-from talkhead.rig.spec import BLENDSHAPES, FPS, MOUTH, POSE, SPEC, MotionSpec
+from talkhead.rig.spec import BLENDSHAPES, MOUTH, POSE, SPEC, MotionSpec
 
 # The blendshape columns of a Live Link Face CSV export, verbatim (after Timecode, BlendShapeCount).
 LIVE_LINK_FACE = (

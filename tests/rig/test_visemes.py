@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from talkhead.audio.tts import SAMPLE_RATE, VOICES, Phone, Speech, synthesize
-from talkhead.data.text import paragraph
+from talkhead.config import FPS
+from talkhead.motion.data.text import paragraph
 from talkhead.rig import n_frames, target_motion
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.rig.spec import SPEC
 from talkhead.rig.visemes import ARPABET, VISEMES, mouth_targets, phone_visemes, segments, stress_of
 
 JAW, CLOSE = SPEC["jawOpen"], SPEC["mouthClose"]

@@ -325,7 +325,7 @@ def test_a_client_can_choose_shipped_models_only(server):
 def test_an_avatar_file_serves_its_own_frames_and_speaks(server, tiny_avatar):
     from PIL import Image
 
-    from talkhead.render.avatar import load_avatar
+    from talkhead.avatar.file import load_avatar
 
     status, body = _post(server, "/v1/avatars", tiny_avatar.read_bytes())
     assert status == 200, body

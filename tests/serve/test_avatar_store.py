@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from talkhead.errors import InputError
-from talkhead.render.face import default_photo
+from talkhead.face.detect import default_photo
 from talkhead.serve.app import ServeConfig
 from talkhead.serve.avatar_store import StoreLimits, open_store
 from talkhead.serve.avatars import Avatars

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from talkhead.errors import InputError
-from talkhead.render.face import default_photo
+from talkhead.face.detect import default_photo
 from talkhead.serve.app import ServeConfig
 from talkhead.serve.avatars import Avatars
 

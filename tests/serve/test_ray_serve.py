@@ -76,7 +76,7 @@ async def _frames(ws, seconds: float) -> tuple[int, str | None]:
 def _upload(server: str) -> str:
     from PIL import Image
 
-    from talkhead.render.face import default_photo
+    from talkhead.face.detect import default_photo
 
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(default_photo()[:, ::-1])).save(buf, format="PNG")  # a face no one has yet

@@ -8,10 +8,10 @@ import json
 import time
 
 import numpy as np
+from test_app import _collect, _open, _video
 
 from talkhead.audio.tts import speak_stream
 from talkhead.rig.spec import SPEC
-from test_app import _collect, _open, _video
 
 SENTENCES = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
              "It's easy to tell the depth of a well. These days a chicken leg is a rare dish.")
@@ -80,9 +80,9 @@ def test_a_piper_say_in_pieces_brings_every_piece_in_order_without_a_gap():
     """joe's say, handed to the face in pieces as they are synthesised: every sample of every piece reaches
     the frames' audio, in order, one 40 ms slice per frame, and only the last frame says it is the last."""
     from talkhead.audio.tts import speech_chunks
-    from talkhead.pipeline import load_model
+    from talkhead.face.detect import default_photo
+    from talkhead.motion.model import load_model
     from talkhead.render import make_renderer
-    from talkhead.render.face import default_photo
     from talkhead.serve.session import LiveSession
 
     session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"),
@@ -118,9 +118,9 @@ def test_speech_waiting_tells_the_pacer_a_new_utterance_is_ready():
     """The pacer sends a new utterance's first frame as soon as ``speech_waiting`` says it is ready, instead of
     at the next tick: idle frames never count, nor does an utterance already spoken."""
     from talkhead.audio.tts import synthesize
-    from talkhead.pipeline import load_model
+    from talkhead.face.detect import default_photo
+    from talkhead.motion.model import load_model
     from talkhead.render import make_renderer
-    from talkhead.render.face import default_photo
     from talkhead.serve.session import LiveSession
 
     session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"))
@@ -145,9 +145,9 @@ def test_a_burst_of_says_is_synthesised_by_one_feeder_thread_in_order():
     import threading
 
     from talkhead.audio.tts import speech_chunks
-    from talkhead.pipeline import load_model
+    from talkhead.face.detect import default_photo
+    from talkhead.motion.model import load_model
     from talkhead.render import make_renderer
-    from talkhead.render.face import default_photo
     from talkhead.serve.session import LiveSession
 
     session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"))

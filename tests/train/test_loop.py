@@ -8,13 +8,13 @@ import copy
 import pytest
 import torch
 
-from talkhead.data.windows import WindowSampler, load_clips
 from talkhead.errors import InputError
+from talkhead.motion.data.windows import WindowSampler, load_clips
 from talkhead.motion.model import load
-from talkhead.train.configs import ConsistencyConfig, TrainConfig
-from talkhead.train.consistency import ConsistencyObjective
+from talkhead.motion.train.configs import ConsistencyConfig, TrainConfig
+from talkhead.motion.train.consistency import ConsistencyObjective
+from talkhead.motion.train.teacher import DiffusionObjective
 from talkhead.train.loop import EMA, FitConfig, fit, lr_at
-from talkhead.train.teacher import DiffusionObjective
 
 
 def _objectives(teacher, sampler):

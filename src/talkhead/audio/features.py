@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from talkhead.config import FPS
 from talkhead.rig import n_frames
-from talkhead.rig.spec import FPS
 
 
 @dataclass(frozen=True)

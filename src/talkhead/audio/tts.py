@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from talkhead.audio import espeak
+from talkhead.config import DEFAULT_VOICE
 from talkhead.errors import InputError
 
 SAMPLE_RATE = 16_000
@@ -86,7 +87,6 @@ HELD_OUT_VOICES: tuple[str, ...] = ("us-female-soft", "gb-male-deep", "nyc-male"
 # The voices of the teacher's corpus (``data synth`` default); the rest of VOICES widen distillation corpora.
 CORPUS_VOICES: tuple[str, ...] = tuple(VOICES)[:12]
 TRAIN_VOICES: tuple[str, ...] = tuple(v for v in VOICES if v not in HELD_OUT_VOICES)
-DEFAULT_VOICE = "us-female"
 
 
 def get_voice(name: str) -> Voice:

@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from talkhead.data.avatar import AvatarDataConfig, extract
-from talkhead.metrics import pearson
-from talkhead.render.avatar import Avatar, AvatarRenderer, load_avatar
-from talkhead.render.paste import paste_lower_face, pingpong
+from talkhead.avatar.data import AvatarDataConfig, extract
+from talkhead.face.paste import paste_lower_face, pingpong
+from talkhead.avatar.file import Avatar, load_avatar
+from talkhead.avatar.renderer import AvatarRenderer
+from talkhead.avatar.train import AvatarTrainConfig, train_avatar
+from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
-from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
 VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
 SPEECH = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0007.wav"
@@ -62,11 +63,11 @@ def laplacian_var(grey: np.ndarray, mask: np.ndarray) -> float:
 def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
     """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]; the
     lower face is ``mask`` ([S, S] for every frame or [T, S, S], each real frame's own) over 0.5."""
-    from talkhead.render.latent.identity import lip_gap
+    from talkhead.face.identity import lip_gap
 
     m = np.broadcast_to(mask > 0.5, gen.shape[:3])
     err = np.array([((g.astype(np.float64) - r) ** 2)[k].mean() for g, r, k in zip(gen, real, m)])
-    psnr = float(np.mean(10 * np.log10(255.0 ** 2 / np.maximum(err, 1e-6))))
+    psnr = float(np.mean(psnr_db(err, floor=1e-6)))
     detail = (np.mean([laplacian_var(g.mean(-1), k) for g, k in zip(gen, m)])
               / np.mean([laplacian_var(r.mean(-1), k) for r, k in zip(real, m)]))
     steady = m[1:] & m[:-1]  # flicker where the lower face is in both frames
@@ -83,8 +84,7 @@ def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
     """The first ``at_s`` seconds and the rest, as two silent 25 fps videos (made once)."""
     import itertools
 
-    from talkhead.data.video import iter_frames
-    from talkhead.video import write_mp4
+    from talkhead.video import iter_frames, write_mp4
 
     a, b = work / f"{src.stem}-first.mp4", work / f"{src.stem}-rest.mp4"
     if not (a.exists() and b.exists()):
@@ -104,7 +104,7 @@ def _pair_videos(name: str, cfg: AvatarBenchConfig, work: Path) -> tuple[list[Pa
 
 def _warp_frames(frames: np.ndarray, keep: list[int], motion: np.ndarray) -> np.ndarray:
     """The warp renderer from the held-out video's first face frame, whole frame, driven by the fitted motion."""
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.warp.renderer import WarpRenderer
 
     r = WarpRenderer(frames[keep[0]], size=None, full_frame=True, name="first frame")
     return np.stack(list(r.frames(motion)))
@@ -113,7 +113,7 @@ def _warp_frames(frames: np.ndarray, keep: list[int], motion: np.ndarray) -> np.
 def _retrieval(avatar: Avatar, train: dict, motion: np.ndarray, frames: np.ndarray, aff: np.ndarray,
                paste: np.ndarray) -> np.ndarray:
     """Per frame, the training crop nearest in the fitted mouth channels, pasted into the frame through its mask."""
-    from talkhead.data.mouths import MOUTH
+    from talkhead.avatar.mouths import MOUTH
 
     tm = train["motion"][:, MOUTH]  # the issue's baseline: nearest in the fitted mouth channels, each in its spread
     d = (((motion[:, None, MOUTH] - tm[None]) / (tm.std(0) + 1e-3)) ** 2).sum(-1)
@@ -125,9 +125,10 @@ def _held_out(avatar: Avatar, video: Path) -> dict:
     """The held-out video's frames with a face, their fitted motion (from the avatar's neutral, and from the
     video's own first face for the warp renderer, which draws that face), crop maps, mask points and paste masks
     (the lower face that is measured: each real frame's own)."""
-    from talkhead.data.avatar import AvatarDataConfig, frame_masks
-    from talkhead.data.video import VideoConfig, fit_motion, read_frames
-    from talkhead.render.reenact import fitted_drive
+    from talkhead.avatar.data import AvatarDataConfig, frame_masks
+    from talkhead.avatar.reenact import fitted_drive
+    from talkhead.face.capture import VideoConfig, fit_motion
+    from talkhead.video import read_frames
 
     frames = read_frames(video, 25)
     d = fitted_drive(avatar, frames, video.name, progress=False)
@@ -178,7 +179,7 @@ def _crops(frames: np.ndarray, aff: np.ndarray, side: int) -> np.ndarray:
 
 def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) -> tuple[dict, dict]:
     """Train (or resume) the pair's avatar and measure it and the two baselines on the held-out frames."""
-    from talkhead.train.avatar import load_data
+    from talkhead.avatar.train import load_data
 
     train_videos, held = _pair_videos(name, cfg, work)
     info = train_avatar(train_videos, work / f"{name}.avatar", cfg.train, progress=progress)
@@ -204,9 +205,10 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
 def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base frame)."""
     from talkhead.audio.io import load_audio
-    from talkhead.pipeline import MotionConfig, motion_from_speech, speech_from_recording
-    from talkhead.render.latent.identity import identity_distance, lip_gap
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.face.identity import identity_distance, lip_gap
+    from talkhead.motion.stream import MotionConfig
+    from talkhead.pipeline import motion_from_speech, speech_from_recording
+    from talkhead.warp.renderer import WarpRenderer
 
     avatar = load_avatar(avatar_path)
     motion = motion_from_speech(speech_from_recording(load_audio(cfg.speech)), MotionConfig(seed=cfg.seed))
@@ -240,10 +242,10 @@ def speed_at(side: int, steps: int, window: tuple[int, int, int, int] | None = N
     """ms per frame of the avatar's networks at ``side`` px, ``steps`` bridge steps (sampling + decoding the
     latent ``window``, as drawing does, or all of it; the weights do not change the cost, so they are left
     untrained)."""
-    from talkhead.render.latent.engine import LatentEngine
-    from talkhead.render.latent.model import LatentConfig
-    from talkhead.render.latent.vae import FaceVAE, VAEConfig
-    from talkhead.train.avatar import bridge_grid, vae_widths
+    from talkhead.avatar.train import bridge_grid, vae_widths
+    from talkhead.latent.engine import LatentEngine
+    from talkhead.latent.net import LatentConfig
+    from talkhead.latent.vae import FaceVAE, VAEConfig
 
     tc = AvatarTrainConfig()
     vae = FaceVAE(VAEConfig(size=side, widths=vae_widths(side, tc)))

@@ -11,22 +11,12 @@ MEASURES = (("psnr_db", "lower-face PSNR (dB)"), ("lip_r", "lip gap r with the r
             ("detail_ratio", "detail / real"), ("flicker_ratio", "mouth flicker / real"))
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_rows(result: dict, path: Path) -> None:
     """One panel per measure: a bar per method, grouped by held-out pair."""
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
-    plt = _plt()
     pairs = list(result["pairs"])
-    fig, axes = plt.subplots(1, len(MEASURES), figsize=(3.2 * len(MEASURES), 3.4))
+    fig, axes = new_figure((3.2 * len(MEASURES), 3.4), dpi=100, ncols=len(MEASURES))
     x = np.arange(len(pairs))
     for ax, (key, label) in zip(axes, MEASURES):
         for j, m in enumerate(METHODS):
@@ -44,10 +34,9 @@ def plot_rows(result: dict, path: Path) -> None:
 
 def sheet(views: dict, path: Path, per_pair: int = 3) -> None:
     """Rows: held-out frames (most open mouths, spread out); columns: real, avatar, warp, retrieval (aligned crops)."""
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
     from talkhead.rig.spec import SPEC
 
-    plt = _plt()
     rows = []
     for name, v in views.items():
         jaw = v["motion"][:, SPEC["jawOpen"]]
@@ -55,7 +44,8 @@ def sheet(views: dict, path: Path, per_pair: int = 3) -> None:
         picks = [int(a + np.argmax(jaw[a:b])) for a, b in zip(bounds, bounds[1:]) if b > a]
         rows += [(name, k, v) for k in picks]
     cols = ("real",) + METHODS
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(1.8 * len(cols), 1.9 * len(rows)), squeeze=False)
+    fig, axes = new_figure((1.8 * len(cols), 1.9 * len(rows)), dpi=100, nrows=len(rows), ncols=len(cols),
+                           squeeze=False)
     for i, (name, k, v) in enumerate(rows):
         for j, c in enumerate(cols):
             axes[i][j].imshow(v[c][k])

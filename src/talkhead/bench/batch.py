@@ -57,7 +57,7 @@ def _row(backend: str, workers: int, report: dict) -> dict:
 
 
 def _runs(scratch: Path, jobs: Path, cfg: BatchBenchConfig, backend: str) -> list[dict]:
-    from talkhead.batch import BatchConfig, run_batch
+    from talkhead.scale.batch import BatchConfig, run_batch
 
     rows = []
     for w in cfg.workers:
@@ -81,7 +81,7 @@ def _ratios(rows: list[dict]) -> dict:
 
 def _ray_runs(scratch: Path, jobs: Path, cfg: BatchBenchConfig) -> tuple[list[dict], float]:
     """The Ray rows on one one-node cluster started here (its start-up timed apart), and its start seconds."""
-    from talkhead.batch_ray import connect
+    from talkhead.scale.ray import connect
 
     t = time.perf_counter()
     owned = connect(None, num_cpus=max(len(os.sched_getaffinity(0)), *cfg.workers))
@@ -121,14 +121,9 @@ def run_batch_bench(out: str | Path, cfg: BatchBenchConfig = BatchBenchConfig())
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(5.6, 3.2), dpi=110)
+    fig, ax = new_figure((5.6, 3.2))
     workers = sorted({r["workers"] for r in result["rows"]})
     for k, (backend, colour) in enumerate((("local", "#4c72b0"), ("ray", "#dd8452"))):
         rows = {r["workers"]: r for r in result["rows"] if r["backend"] == backend}

@@ -20,11 +20,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from talkhead.metrics import jitter
-from talkhead.bench.motion import (BenchConfig, ClipRunner, clip_noises, cosine_summary, fixed_clip, machine_info,
-                                   standard_error)
-from talkhead.errors import InputError
+from talkhead.bench.motion import (
+    BenchConfig,
+    ClipRunner,
+    clip_noises,
+    cosine_summary,
+    fixed_clip,
+    machine_info,
+    standard_error,
+)
 from talkhead.diffusion.samplers import SAMPLERS
+from talkhead.errors import InputError
+from talkhead.metrics import jitter
 from talkhead.util import atomic_write
 
 _SPEC = re.compile(r"^(?P<model>[^@].*?)(?:@(?P<steps>\d+)(?::(?P<sampler>\w+))?)?$")
@@ -142,14 +149,9 @@ def run_compare(entries: list[Entry], out: str | Path, cfg: CompareConfig = Comp
 
 def plot_compare(results: list[dict], path: Path) -> None:
     """Per-seed cosine differences from the first entry, one column per other entry, with the mean's 95 % interval."""
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.6 * len(results)), 4), dpi=110)
+    fig, ax = new_figure((max(5.5, 1.6 * len(results)), 4))
     base = np.asarray(results[0]["cosines"])
     rng = np.random.default_rng(0)  # horizontal scatter only, so that equal points stay visible
     for i, r in enumerate(results[1:], 1):

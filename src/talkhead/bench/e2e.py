@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import DEFAULT_VOICE
+from talkhead.metrics import psnr_db
 from talkhead.util import atomic_write
 
 TEXT = ("Good evening. Tonight the weather turns cold, with strong winds over the bay "
@@ -17,8 +19,7 @@ CLIP_FRAMES = 165
 
 
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float32) - b.astype(np.float32)) ** 2))
-    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
+    return min(99.0, float(psnr_db(np.mean((a.astype(np.float32) - b.astype(np.float32)) ** 2))))  # 99: the same
 
 
 def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.ndarray]:
@@ -29,7 +30,7 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
 
     t = {}
     t0 = time.perf_counter()
-    speech = synthesize(TEXT, "us-female")
+    speech = synthesize(TEXT, DEFAULT_VOICE)
     wav = np.pad(speech.wav, (0, max(0, CLIP_FRAMES * 640 - len(speech.wav))))[: CLIP_FRAMES * 640]
     speech = type(speech)(wav, speech.sample_rate, speech.phones)
     t["tts"] = time.perf_counter() - t0
@@ -49,9 +50,10 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
 def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = 512, device: str = "cpu", runs: int = 3,
                   strides: tuple[int, ...] = (1, 2, 3)) -> dict:
     """Median stage times over ``runs`` for each cadence stride; writes e2e.json and e2e.png."""
-    from talkhead.pipeline import MotionConfig, load_model
-    from talkhead.render.face import default_photo
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.face.detect import default_photo
+    from talkhead.motion.model import load_model
+    from talkhead.motion.stream import MotionConfig
+    from talkhead.warp.renderer import WarpRenderer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,14 +84,9 @@ def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = 512, device
 
 
 def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
+    fig, ax = new_figure((7, 3.5))
     left = np.zeros(len(rows))
     for stage in ("tts", "motion", "render", "encode"):
         vals = np.array([r[f"{stage}_s"] for r in rows])

@@ -10,10 +10,10 @@ import torch
 from tqdm import tqdm
 
 from talkhead.metrics import blink_rate, head_stats, lipsync_r, mouth_mse, pearson
+from talkhead.motion.data.windows import load_corpora
 from talkhead.motion.model import MotionModel
 from talkhead.motion.windows import window_starts
 from talkhead.rig.spec import SPEC
-from talkhead.data.windows import load_corpora
 
 
 def seam_ratio(motions: list[np.ndarray], std: np.ndarray, window: int = 80, overlap: int = 10) -> float:

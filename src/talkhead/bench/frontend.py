@@ -19,9 +19,9 @@ import torch
 
 from talkhead.audio.features import FeatureConfig, extract
 from talkhead.metrics import pearson
-from talkhead.data.corpus import load_manifest
+from talkhead.motion.data.corpus import load_manifest
+from talkhead.motion.data.windows import Clips, load_clips, load_corpora
 from talkhead.rig.spec import SPEC
-from talkhead.data.windows import Clips, load_clips, load_corpora
 from talkhead.util import atomic_write
 
 CONTEXT = 4  # frames either side: +-160 ms, what the teacher's audio convolutions see
@@ -145,14 +145,9 @@ def run_frontend_bench(data: str | Path, real: list[str | Path], out: str | Path
 
 
 def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(9, 0.55 * len(rows) + 1.5))
+    fig, ax = new_figure((9, 0.55 * len(rows) + 1.5), dpi=100)
     y = np.arange(len(rows))
     ax.barh(y - 0.2, [r["tts_heldout_r"] for r in rows], 0.4, label="held-out TTS voices")
     ax.barh(y + 0.2, [r["real_r"] for r in rows], 0.4, label="real speech")

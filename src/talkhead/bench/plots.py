@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.config import DEFAULT_VOICE, FPS
+from talkhead.rig.spec import SPEC
 from talkhead.rig.visemes import phone_visemes
 from talkhead.util import atomic_path
 
@@ -52,11 +53,6 @@ def plot_clip(speech, motion: np.ndarray, path: str | Path, title: str | None = 
     along the time axis (bilabials red, labiodentals orange, rounded sounds blue, open vowels green)
     and labelled. Written atomically as PNG.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     motion = np.asarray(motion)
     if motion.ndim != 2 or motion.shape[1] != SPEC.dim:
         raise ValueError(f"motion must be [T, {SPEC.dim}], got {list(motion.shape)}")
@@ -64,8 +60,8 @@ def plot_clip(speech, motion: np.ndarray, path: str | Path, title: str | None = 
     duration = max(len(wav) / speech.sample_rate, len(motion) / FPS)
     phones = [(str(p), float(s), float(e)) for p, s, e in speech.phones]
 
-    fig, (ax_w, ax_m) = plt.subplots(2, 1, figsize=(max(8.0, 3.2 * duration), 5.2), sharex=True,
-                                     gridspec_kw={"height_ratios": [1, 2.6]})
+    fig, (ax_w, ax_m) = new_figure((max(8.0, 3.2 * duration), 5.2), dpi=100, nrows=2, sharex=True,
+                                   gridspec_kw={"height_ratios": [1, 2.6]})
     for ax in (ax_w, ax_m):
         _shade_phones(ax, phones)
     _plot_wave(ax_w, wav, speech.sample_rate, phones)
@@ -120,7 +116,7 @@ def main() -> None:  # pragma: no cover - regenerates docs/motion_clip.png
     from talkhead.rig import target_motion
 
     text = "Bob bought a blue umbrella; mom wore a warm woolen scarf."
-    speech = synthesize(text, "us-female")
+    speech = synthesize(text, DEFAULT_VOICE)
     motion = target_motion(speech.wav, speech.sample_rate, speech.phones, seed=0)
     out = sys.argv[1] if len(sys.argv) > 1 else "docs/motion_clip.png"
     plot_clip(speech, motion, out, title=f'"{text}" (us-female, seed 0): phone-driven target motion')
@@ -133,13 +129,8 @@ if __name__ == "__main__":  # pragma: no cover
 
 def plot_pareto(rows: list[dict], path: str | Path, title: str = "motion: latency vs parity") -> None:
     """Latency (log axis) against cosine similarity to the teacher at S = 50, one marker per row."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     markers = {"teacher-ddim": "o", "teacher-dpmpp": "s", "teacher-unipc": "^"}
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    fig, ax = new_figure((8, 5))
     for label in dict.fromkeys(r["sampler"] for r in rows):
         pts = [r for r in rows if r["sampler"] == label]
         ax.scatter([r["ms_per_clip"] for r in pts], [r["cosine_to_teacher50"] for r in pts],

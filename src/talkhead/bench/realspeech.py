@@ -50,14 +50,9 @@ def run_real_bench(entries: list[Entry], real: list[str | Path], out: str | Path
 
 
 def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.5 * len(rows) + 2), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (ax, bx) = new_figure((11, 0.5 * len(rows) + 2), dpi=100, ncols=2, gridspec_kw={"width_ratios": [1, 1.4]})
     y = np.arange(len(rows))
     ax.barh(y - 0.2, [r["real_r"] for r in rows], 0.4, label="real speech")
     ax.barh(y + 0.2, [r.get("tts_heldout_r", 0) for r in rows], 0.4, label="held-out TTS voices")

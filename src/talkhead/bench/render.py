@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.config import FPS
+from talkhead.rig.spec import SPEC
 
 if TYPE_CHECKING:
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.warp.renderer import WarpRenderer
 
 # (label, channel values, frames held); 5-frame eased transitions in between.
 SCRIPT: list[tuple[str, dict[str, float], int]] = [
@@ -86,18 +87,13 @@ def _time_renders(renderer: WarpRenderer, motion: np.ndarray, runs: int, warmup:
 
 def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
     """PNG grid: per key pose the source and the rendered frame, whole and zoomed on the face."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
     motion, marks = scripted_motion(script_length())
     rows = list(SHEET_ROWS)
     frames = renderer(motion[[marks[r] for r in rows]])
     x0, y0, x1, y1 = renderer.box
-    fig, axes = plt.subplots(len(rows), 4, figsize=(13, 3.4 * len(rows)), squeeze=False)
+    fig, axes = new_figure((13, 3.4 * len(rows)), dpi=100, nrows=len(rows), ncols=4, squeeze=False)
     src = renderer.background
     for i, label in enumerate(rows):
         panels = [(src, "source photo"), (frames[i], f"{label} (frame {marks[label]})"),
@@ -115,8 +111,8 @@ def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int | tuple
                      runs: int = 5, warmup: int = 1, batch: int = 32, threads: int | None = None,
                      photo: np.ndarray | None = None) -> dict:
     """Time the warp renderer (median of runs) and write render.json + contact_sheet.png."""
-    from talkhead.render.face import default_photo
-    from talkhead.render.warp import WarpRenderer
+    from talkhead.face.detect import default_photo
+    from talkhead.warp.renderer import WarpRenderer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import LIVE_MODEL
 from talkhead.util import atomic_write
 
 SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over the bay."
@@ -204,8 +205,8 @@ def client_audio_lips(model_name: str, live_name: str | None) -> dict:
     of audio its first frame waits for."""
     from talkhead.audio.io import load_audio
     from talkhead.metrics import pearson
-    from talkhead.motion.stream import MotionStream
-    from talkhead.pipeline import MotionConfig, load_model, motion_from_audio
+    from talkhead.motion.model import load_model
+    from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
     from talkhead.rig.spec import SPEC
     from talkhead.serve.session import idle_track, live_stream_args
 
@@ -240,7 +241,7 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
 
     load = [round(v, 2) for v in os.getloadavg()]  # the machine's other work, for the capacity table
 
-    cfg = ServeConfig(max_sessions=max_sessions, model=model or "student-1-whisper", size=size, threads=1)  # as `talkhead serve`
+    cfg = ServeConfig(max_sessions=max_sessions, model=model or LIVE_MODEL, size=size, threads=1)  # as `talkhead serve`
     srv, server = serve_in_thread(cfg)
     pcms = [(np.clip(load_audio(p), -1, 1) * 32767).astype("<i2").tobytes() for p in sorted(SPEECH.glob("*.wav"))]
     try:
@@ -261,7 +262,7 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
         return max((c["sessions"] for c in rows if c["new_fps_min"] >= 24.0 and c["interval_ms_p95_max"] <= 60.0),
                    default=0)
 
-    result = {"model": model or "student-1-whisper", "size": size, "say_to_first_frame_ms": _ms(say),
+    result = {"model": model or LIVE_MODEL, "size": size, "say_to_first_frame_ms": _ms(say),
               "first_audio_chunk_to_first_frame_ms": _ms(audio),
               "first_audio_chunk_to_first_frame_ms_20ms_chunks": _ms(audio_20),
               "interrupt_to_last_speech_ms": _ms(interrupt),
@@ -308,14 +309,9 @@ def _ms(values: list[float]) -> dict:
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=110)
+    fig, (a, b) = new_figure((9, 3.2), ncols=2)
     names = ["say", "client\naudio", "interrupt"]
     keys = ["say_to_first_frame_ms", "first_audio_chunk_to_first_frame_ms", "interrupt_to_last_speech_ms"]
     values = [result[k]["median"] for k in keys]

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from talkhead.bench.serve import SETTLE_S  # between levels: the last level's sessions are gone
+from talkhead.config import LIVE_MODEL
 from talkhead.util import atomic_write
 
 TARGET_FPS, TARGET_P95_MS = 24.0, 60.0
@@ -40,7 +41,7 @@ class RayServeBenchConfig:
     max_sessions: int = 4  # each replica's session limit
     seconds: float = 10.0  # each level's length (and the kill test's, after the kill)
     size: int = 256
-    model: str = "student-1-whisper"
+    model: str = LIVE_MODEL
     kill: bool = True
     compare_router: bool = True  # then placement again under Serve's own router (power of two choices)
     baseline: bool = True  # the plain server (talkhead serve, its own process, no Ray) first, in the same run
@@ -236,15 +237,11 @@ def run_ray_serve_bench(out: str | Path, cfg: RayServeBenchConfig = RayServeBenc
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=110)
+    fig, (a, b) = new_figure((9, 3.2), ncols=2)
     for r in sorted({lv["replicas"] for lv in result["levels"]}):
         rows = [lv for lv in result["levels"] if lv["replicas"] == r]
         label = f"{r} replica{'s' * (r > 1)}" if r else "plain server, no Ray"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import DEFAULT_VOICE
 from talkhead.util import atomic_write
 
 
@@ -26,7 +27,7 @@ def _clip(path: Path) -> Path:
     from talkhead.audio.tts import synthesize
     from talkhead.bench.e2e import CLIP_FRAMES, TEXT
 
-    wav = synthesize(TEXT, "us-female").wav
+    wav = synthesize(TEXT, DEFAULT_VOICE).wav
     write_wav(path, np.pad(wav, (0, max(0, CLIP_FRAMES * 640 - len(wav))))[: CLIP_FRAMES * 640], 16_000)
     return path
 
@@ -63,14 +64,9 @@ def run_startup_bench(out: str | Path, runs: int = 5, model: str | None = None, 
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(5, 2.6), dpi=110)
+    fig, ax = new_figure((5, 2.6))
     for y, key in enumerate(("seen_runs_s", "new_runs_s")):
         ax.scatter(result[key], [y] * len(result[key]), color="#4c72b0", s=14)
         ax.plot([np.median(result[key])] * 2, [y - 0.3, y + 0.3], color="k")

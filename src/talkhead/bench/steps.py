@@ -14,11 +14,11 @@ from pathlib import Path
 
 import torch
 
-from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel, learns_from, load
-from talkhead.data.windows import WindowSampler, load_clips
 from talkhead.diffusion.pairs import PairsConfig
-from talkhead.train.trajectory import COND_KEYS, teacher_pairs
+from talkhead.errors import InputError
+from talkhead.motion.data.windows import WindowSampler, load_clips
+from talkhead.motion.model import MotionModel, learns_from, load
+from talkhead.motion.train.trajectory import COND_KEYS, teacher_pairs
 from talkhead.util import atomic_write
 
 
@@ -85,14 +85,9 @@ def run_steps_bench(data: str | Path, out: str | Path, cfg: StepsConfig = StepsC
 
 
 def _plot(result: dict, path: Path) -> None:
-    import matplotlib
+    from talkhead.bench.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
-
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = new_figure((5, 3.2), dpi=100)
     labels = [f"step {i + 1}\nt={t}" for i, t in enumerate(result["timesteps"])]
     ax.bar(labels, result["step_excess"], color="#4c72b0")
     ax.set_ylabel("MSE added to the teacher's grid")

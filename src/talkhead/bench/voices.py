@@ -98,7 +98,7 @@ def _voice_row(voice: str, model, cfg: VoicesBenchConfig) -> dict:
     from talkhead.audio.align import normalise
     from talkhead.audio.tts import speak_stream, synthesize
     from talkhead.metrics import lipsync_r
-    from talkhead.pipeline import MotionConfig, motion_from_audio
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
     from talkhead.rig import target_motion
 
     t = time.perf_counter()
@@ -139,8 +139,7 @@ def run_voices_bench(out: str | Path, cfg: VoicesBenchConfig = VoicesBenchConfig
     import torch
 
     from talkhead.audio.tts import check_voice
-    from talkhead.motion.model import default_model_name
-    from talkhead.pipeline import load_model
+    from talkhead.motion.model import default_model_name, load_model
 
     for v in cfg.voices:
         check_voice(v)
@@ -161,17 +160,12 @@ def run_voices_bench(out: str | Path, cfg: VoicesBenchConfig = VoicesBenchConfig
 
 
 def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from talkhead.bench.plots import save_figure
+    from talkhead.bench.plots import new_figure, save_figure
 
     names = [r["voice"] for r in rows]
     panels = [("rtf", "synthesis time / audio time (lower is faster)"), ("lip_r", "jawOpen r: model vs phones"),
               ("timing_r", "phone timing r vs forced alignment"), ("wer", "word error rate (PocketSphinx)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 0.45 * len(rows) + 1.6))
+    fig, axes = new_figure((3.2 * len(panels), 0.45 * len(rows) + 1.6), dpi=100, ncols=len(panels))
     y = np.arange(len(rows))
     for ax, (key, label) in zip(axes, panels):
         ax.barh(y, [r[key] or 0.0 for r in rows], color=["C1" if n in _piper() else "C0" for n in names])

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input is one line on stderr and exit code 2."""
     args = build_parser().parse_args(argv)
     try:
-        from talkhead.data.video import video_limit
+        from talkhead.video import video_limit
 
         with video_limit(getattr(args, "max_seconds", None)):
             args.func(args)

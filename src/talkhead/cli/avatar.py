@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import argparse
 
-from talkhead.cli.common import add_video_limit, add_config_flags, config_from_args, set_threads
+from talkhead.cli.common import add_config_flags, add_video_limit, config_from_args, set_threads
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
+    from talkhead.avatar.train import AvatarTrainConfig, train_avatar
     from talkhead.pipeline import check_output
-    from talkhead.train.avatar import AvatarTrainConfig, train_avatar
 
     check_output(args.out, ".avatar")
     set_threads(args.threads)
-    from talkhead.data.avatar import AvatarDataConfig
+    from talkhead.avatar.data import AvatarDataConfig
 
     cfg = config_from_args(AvatarTrainConfig, args, data=config_from_args(AvatarDataConfig, args))
     info = train_avatar(args.videos, args.out, cfg, progress=not args.quiet, log=(lambda *a: None) if args.quiet else print)
@@ -22,8 +22,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 
 def _cmd_reenact(args: argparse.Namespace) -> None:
+    from talkhead.avatar.reenact import reenact
     from talkhead.pipeline import check_output
-    from talkhead.render.reenact import reenact
 
     check_output(args.out)
     set_threads(args.threads)
@@ -34,14 +34,14 @@ def _cmd_reenact(args: argparse.Namespace) -> None:
 def _cmd_info(args: argparse.Namespace) -> None:
     import json
 
-    from talkhead.render.avatar import describe_avatar
+    from talkhead.avatar.file import describe_avatar
 
     print(json.dumps(describe_avatar(args.avatar), indent=1))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from talkhead.data.avatar import AvatarDataConfig
-    from talkhead.train.avatar import AvatarTrainConfig
+    from talkhead.avatar.data import AvatarDataConfig
+    from talkhead.avatar.train import AvatarTrainConfig
 
     av = sub.add_parser("avatar", help="a person's own video as an avatar: train it, re-enact a video with it, inspect it")
     asub = av.add_subparsers(dest="avatar_command", required=True)

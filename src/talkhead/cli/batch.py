@@ -9,10 +9,10 @@ import sys
 def _cmd_batch(args: argparse.Namespace) -> None:
     owned = False
     if args.ray:  # connected before torch is imported: an address that does not answer fails within seconds
-        from talkhead.batch_ray import connect
+        from talkhead.scale.ray import connect
 
         owned = connect(args.ray)
-    from talkhead.batch import REPORT, BatchConfig, run_batch
+    from talkhead.scale.batch import REPORT, BatchConfig, run_batch
 
     cfg = BatchConfig(workers=args.workers, ray=args.ray is not None, ray_address=args.ray or None,
                       progress=not args.quiet)

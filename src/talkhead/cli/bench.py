@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from talkhead.cli.common import add_device, add_video_limit, check_device
 from talkhead.cli.generate import size_arg
-from talkhead.cli.common import add_video_limit, add_device, check_device
 from talkhead.errors import InputError
 
 
@@ -96,8 +96,7 @@ def _cmd_bench_render(args: argparse.Namespace) -> None:
     from talkhead.bench.render import run_render_bench
 
     device = check_device(args.device)
-    r = run_render_bench(args.out, device=device, size=args.size, frames=args.frames,
-                         threads=args.threads or None)
+    r = run_render_bench(args.out, device=device, size=args.size, frames=args.frames, threads=args.threads or None)
     print(f"warp renderer: {r['fps']} frames/s at {r['width']}x{r['height']} ({r['threads']} threads)")
     if not args.no_e2e:
         e = run_e2e_bench(args.out, size=args.size, device=device)
@@ -146,9 +145,9 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
 
 def _cmd_bench_serve_ray(args: argparse.Namespace) -> None:
     """``bench serve --ray``: sessions held at 25 fps by serve --ray with 1 and 2 replicas, and a replica killed."""
-    from talkhead.batch_ray import _import_ray
+    from talkhead.scale.ray import import_ray
 
-    _import_ray()
+    import_ray()
     from talkhead.bench.serve_ray import RayServeBenchConfig, run_ray_serve_bench
 
     given = {k: v for k, v in (("seconds", args.seconds), ("sessions", args.sessions), ("model", args.model),
@@ -296,6 +295,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_batch(bsub)
     from talkhead.bench.pipecat import register_cli as _register_pipecat  # the optional extra is imported in it only
     _register_pipecat(bsub)
+    _register_models(bsub)
+    _register_speech(bsub)
+    _register_faces(bsub)
+    _register_real(bsub)
+
+
+def _register_models(bsub: argparse._SubParsersAction) -> None:
     m = bsub.add_parser("motion", help="sampler/student Pareto table on a fixed 165-frame held-out clip")
     m.add_argument("--data", default="corpus/main", help="corpus whose held-out voices score lip sync")
     m.add_argument("--out", required=True)
@@ -328,7 +334,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "same one to make them once (they depend on the teacher, corpus and seed only)")
     s.add_argument("--out", required=True)
     s.set_defaults(func=_cmd_bench_steps)
-    _register_speech(bsub)
+
+
+def _register_faces(bsub: argparse._SubParsersAction) -> None:
     lt = bsub.add_parser("latent", help="latent face engine: Table 1 quality, Table 2 speed, E1/E2, cadence, warp beside it")
     lt.add_argument("--out", required=True)
     lt.add_argument("--faces", default="corpus/faces", help="face crops with held-out identities (talkhead data faces)")
@@ -349,6 +357,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     av.add_argument("--quiet", action="store_true")
     add_video_limit(av)
     av.set_defaults(func=_cmd_bench_avatar)
+
+    r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
+    r.add_argument("--out", required=True)
+    r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")
+    r.add_argument("--frames", type=int, default=165)
+    add_device(r, threads=True)
+    r.add_argument("--no-e2e", action="store_true", help="skip the end-to-end generate timing")
+    r.set_defaults(func=_cmd_bench_render)
+
+def _register_real(bsub: argparse._SubParsersAction) -> None:
     ph = bsub.add_parser("phone", help="memory and time of avatar train and reenact on a phone's 1080p video (made "
                                        "from the real face videos)")
     ph.add_argument("--out", required=True, help="folder: phone.json, phone.png")
@@ -379,10 +397,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--quiet", action="store_true")
     add_video_limit(lp)
     lp.set_defaults(func=_cmd_bench_lips)
-    r = bsub.add_parser("render", help="warp renderer and end-to-end speed, contact sheet")
-    r.add_argument("--out", required=True)
-    r.add_argument("--size", type=size_arg, default=(512, 512), help="N or WIDTHxHEIGHT (e.g. 1080x1920)")
-    r.add_argument("--frames", type=int, default=165)
-    add_device(r, threads=True)
-    r.add_argument("--no-e2e", action="store_true", help="skip the end-to-end generate timing")
-    r.set_defaults(func=_cmd_bench_render)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from talkhead.cli.common import add_video_limit
+from talkhead.config import DEFAULT_VOICE
 from talkhead.errors import InputError
 
 
@@ -46,7 +47,7 @@ def _cmd_tts(args: argparse.Namespace) -> None:
 def _cmd_data_synth(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.corpus import VOICE_SETS, CorpusConfig, synth_corpus
+    from talkhead.motion.data.corpus import VOICE_SETS, CorpusConfig, synth_corpus
 
     if args.minutes <= 0:
         raise InputError("--minutes must be positive")
@@ -63,7 +64,7 @@ def _cmd_data_synth(args: argparse.Namespace) -> None:
 def _cmd_data_align(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.real import AlignConfig, align_folder
+    from talkhead.motion.data.real import AlignConfig, align_folder
 
     if not 0.0 <= args.heldout <= 1.0:
         raise InputError(f"--heldout must be a share in [0, 1], got {args.heldout}")
@@ -85,7 +86,7 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
 def _cmd_data_video(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.video import video_folder
+    from talkhead.latent.clips import video_folder
 
     if not Path(args.src).exists():
         raise InputError(f"no such file or folder: {args.src}")
@@ -105,7 +106,7 @@ def _cmd_data_video(args: argparse.Namespace) -> None:
 def _cmd_data_talking(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.talking import TalkingConfig, ingest, load_people
+    from talkhead.motion.data.talking import TalkingConfig, ingest, load_people
 
     people, measure_only = load_people(args.people)
     if not 0 <= args.max_offset <= 25:
@@ -125,7 +126,7 @@ def _cmd_data_talking(args: argparse.Namespace) -> None:
 def _cmd_data_faces(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.data.faces import FacesConfig, render_faces
+    from talkhead.latent.data import FacesConfig, render_faces
 
     if not 32 <= args.size <= 512 or args.clips < 0 or not 1.0 <= args.framing <= 6.0:
         raise InputError("--size must be 32..512, --clips >= 0 and --framing 1..6 face widths")
@@ -144,15 +145,24 @@ def _cmd_data_faces(args: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """``talkhead tts`` and ``talkhead data {synth,align,video,talking,faces}``."""
+    _register_tts(sub)
+    d = sub.add_parser("data", help="training data")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    _register_speech_data(dsub)
+    _register_video_data(dsub)
+
+
+def _register_tts(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("tts", help="speak text to a WAV file with phoneme timings (OUT.phones.json)")
     t.add_argument("text", nargs="?", help="what to say")
     t.add_argument("-o", "--out", help="output .wav; phones go to OUT.phones.json")
-    t.add_argument("--voice", default="us-female", help="voice name (see --list-voices)")
+    t.add_argument("--voice", default=DEFAULT_VOICE, help="voice name (see --list-voices)")
     t.add_argument("--list-voices", action="store_true", help="list the voices and exit")
     t.set_defaults(func=_cmd_tts)
 
-    d = sub.add_parser("data", help="training data")
-    dsub = d.add_subparsers(dest="data_command", required=True)
+
+def _register_speech_data(dsub: argparse._SubParsersAction) -> None:
     ds = dsub.add_parser("synth", help="make (or resume) a synthetic corpus: TTS speech + target motion")
     ds.add_argument("--minutes", type=float, required=True, help="minutes of speech to make (at least)")
     ds.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
@@ -176,6 +186,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     da.add_argument("--quiet", action="store_true", help="no progress bar")
     da.set_defaults(func=_cmd_data_align)
 
+
+def _register_video_data(dsub: argparse._SubParsersAction) -> None:
     dv = dsub.add_parser("video", help="a person's own videos (face + speech) as latent-engine training crops")
     dv.add_argument("src", help="a video file or a folder of them (mp4, mov, mkv, webm, avi)")
     dv.add_argument("--out", required=True, help="crops folder (the format of `data faces`)")

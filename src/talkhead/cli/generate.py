@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 
 from talkhead.cli.common import add_device, check_device
+from talkhead.config import DEFAULT_VOICE, parse_size
 
 
 def size_arg(text: str) -> tuple[int, int]:
     """``--size``: "512" (square) or "WIDTHxHEIGHT" such as "1080x1920" -> (width, height)."""
-    parts = text.lower().split("x")
-    if len(parts) not in (1, 2) or not all(p.strip().isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"expected N or WIDTHxHEIGHT (e.g. 512 or 1080x1920), got {text!r}")
-    w, h = int(parts[0]), int(parts[-1])
-    if not (64 <= w <= 4096 and 64 <= h <= 4096):
-        raise argparse.ArgumentTypeError(f"each side must be 64..4096 pixels, got {text!r}")
-    return w, h
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def driver_arg(args: argparse.Namespace) -> str:
@@ -33,14 +31,15 @@ def add_speech_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", help="text to speak with the built-in TTS")
     p.add_argument("--transcript", help="what --audio says: aligned to the recording, its phones drive the lips "
                                         "(the best lip sync for real speech; implies --driver phones)")
-    p.add_argument("--voice", default="us-female", help="TTS voice (talkhead tts --list-voices)")
+    p.add_argument("--voice", default=DEFAULT_VOICE, help="TTS voice (talkhead tts --list-voices)")
     p.add_argument("--driver", choices=["model", "phones"], default=None,
                    help="'phones': drive the face from phoneme targets instead of the model (needs --text or "
                         "--transcript); default: phones with --transcript, else model")
 
 
 def _cmd_generate(args: argparse.Namespace) -> None:
-    from talkhead.pipeline import GenerateConfig, MotionConfig, generate
+    from talkhead.motion.stream import MotionConfig
+    from talkhead.pipeline import GenerateConfig, generate
 
     check_device(args.device)
     motion = MotionConfig(model=args.model, steps=args.steps, seed=args.seed, driver=driver_arg(args))
@@ -54,8 +53,8 @@ def _cmd_generate(args: argparse.Namespace) -> None:
 
 
 def _cmd_decode(args: argparse.Namespace) -> None:
+    from talkhead.latent.renderer import LatentVideo, decode_video
     from talkhead.pipeline import check_output
-    from talkhead.render.latent.renderer import LatentVideo, decode_video
 
     check_output(args.out)
     n = decode_video(LatentVideo.load(args.latents), args.out, args.engine, progress=not args.quiet)

@@ -10,8 +10,8 @@ from talkhead.errors import InputError
 
 
 def _cmd_vae(args: argparse.Namespace) -> None:
-    from talkhead.render.latent.vae import VAEConfig
-    from talkhead.train.vae import train_vae
+    from talkhead.latent.train_vae import train_vae
+    from talkhead.latent.vae import VAEConfig
 
     set_threads(args.threads)
     if args.steps < 1 or args.batch < 1:
@@ -25,7 +25,7 @@ def _cmd_vae(args: argparse.Namespace) -> None:
 
 
 def _train_config(args: argparse.Namespace):
-    from talkhead.train.latent import LatentTrainConfig
+    from talkhead.latent.train import LatentTrainConfig
 
     if min(args.steps, args.batch) < 1 or args.lr <= 0:
         raise InputError("--steps and --batch must be at least 1 and --lr positive")
@@ -34,11 +34,11 @@ def _train_config(args: argparse.Namespace):
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
-    from talkhead.render.latent.model import LatentConfig
-    from talkhead.train.latent import train_teacher
+    from talkhead.latent.net import LatentConfig
+    from talkhead.latent.train import train_teacher
 
     set_threads(args.threads)
-    from talkhead.render.latent.geometry import CHANNELS
+    from talkhead.face.framing import CHANNELS
 
     net = LatentConfig(**({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}),
                        geometry=CHANNELS if args.geometry else 0)
@@ -49,7 +49,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 
 def _cmd_distill(args: argparse.Namespace) -> None:
-    from talkhead.train.latent import distill_student
+    from talkhead.latent.train import distill_student
 
     set_threads(args.threads)
     r = distill_student(args.teacher, args.faces, args.out, args.to, _train_config(args), args.resume, not args.quiet)
@@ -61,7 +61,7 @@ def _loss(r: dict) -> str:
 
 
 def _cmd_export(args: argparse.Namespace) -> None:
-    from talkhead.render.latent.onnx import export_onnx
+    from talkhead.latent.onnx import export_onnx
 
     paths = export_onnx(args.engine, args.out)
     print("wrote " + ", ".join(str(p) for p in paths))
@@ -70,8 +70,7 @@ def _cmd_export(args: argparse.Namespace) -> None:
 def _cmd_ship(args: argparse.Namespace) -> None:
     import torch
 
-    from talkhead.render.latent.engine import load_engine, save_engine
-    from talkhead.render.latent.engine import LATENT_DIR
+    from talkhead.latent.engine import LATENT_DIR, load_engine, save_engine
 
     if not args.name.replace("-", "").isalnum():
         raise InputError(f"--name is letters, digits and dashes (got {args.name!r})")
@@ -96,7 +95,7 @@ def _common(p: argparse.ArgumentParser, steps: int, lr: float) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from talkhead.train.latent import LatentTrainConfig
+    from talkhead.latent.train import LatentTrainConfig
 
     d = LatentTrainConfig()
     lat = sub.add_parser("latent", help="the latent face engine: train its VAE, teacher and students; export ONNX")

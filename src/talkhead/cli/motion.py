@@ -15,7 +15,8 @@ def _cmd_motion(args: argparse.Namespace) -> None:
     from talkhead.audio.io import load_audio
     from talkhead.audio.tts import synthesize
     from talkhead.cli.generate import driver_arg
-    from talkhead.pipeline import MotionConfig, motion_from_speech, speech_from_recording
+    from talkhead.motion.stream import MotionConfig
+    from talkhead.pipeline import motion_from_speech, speech_from_recording
     from talkhead.rig.io import save_motion
 
     out = Path(args.out)
@@ -39,7 +40,7 @@ def _motion_from_video(args: argparse.Namespace, out: Path) -> None:
     """``--from-video``: the motion fitted to the video's face, frame by frame (notes on stderr)."""
     import sys
 
-    from talkhead.data.video import VideoConfig, capture
+    from talkhead.face.capture import VideoConfig, capture
     from talkhead.rig.io import save_motion
     from talkhead.util import check_writable
 
@@ -58,7 +59,8 @@ def _motion_from_video(args: argparse.Namespace, out: Path) -> None:
 
 def _cmd_models(args: argparse.Namespace) -> None:
     from talkhead.checkpoint import load_checkpoint
-    from talkhead.motion.model import MODELS_DIR, average_weights, default_model_name, load, shipped_models
+    from talkhead.config import MODELS_DIR
+    from talkhead.motion.model import average_weights, default_model_name, load, shipped_models
 
     if args.export:
         import torch
@@ -87,8 +89,8 @@ def _cmd_models(args: argparse.Namespace) -> None:
         mark = "*" if p.stem == default else " "
         print(f"{mark} {p.stem:16s} {meta.get('kind', '?'):10s} steps={steps:<3} sampler={sampling.get('sampler', 'ddim'):6s}"
               f" {p.stat().st_size / 1e6:.1f} MB")
-    from talkhead.render.latent.engine import LATENT_DIR
-    from talkhead.render.latent.renderer import DEFAULT_ENGINE
+    from talkhead.latent.engine import LATENT_DIR
+    from talkhead.latent.renderer import DEFAULT_ENGINE
 
     for p in sorted(LATENT_DIR.glob("*.safetensors")):  # generate --renderer latent --latent-engine NAME
         _, meta = load_checkpoint(p)
@@ -112,7 +114,7 @@ def _default_sampling(text: str, current: dict) -> dict:
 
 def _cmd_eval(args: argparse.Namespace) -> None:
     from talkhead.bench.evaluate import evaluate
-    from talkhead.pipeline import load_model
+    from talkhead.motion.model import load_model
     from talkhead.util import atomic_write
 
     model = load_model(args.model)

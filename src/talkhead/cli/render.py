@@ -35,12 +35,12 @@ def render_motion(cfg: RenderConfig, out: str, progress: bool = False) -> dict:
     from tqdm import tqdm
 
     from talkhead.audio.io import SAMPLE_RATE, load_audio
+    from talkhead.face.detect import default_photo, load_image
     from talkhead.pipeline import check_output
-    from talkhead.render.face import default_photo, load_image
-    from talkhead.render.warp import WarpRenderer
     from talkhead.rig.io import load_motion
     from talkhead.util import prefetch
     from talkhead.video import write_mp4
+    from talkhead.warp.renderer import WarpRenderer
 
     check_output(out)
     motion = load_motion(cfg.motion)

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from talkhead.config import LIVE_MODEL
 from talkhead.errors import InputError
 
 
@@ -46,13 +47,13 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
 def _serve_on_ray(args: argparse.Namespace, cfg) -> None:
     """``serve --ray``: the same app as a Ray Serve deployment (talkhead.serve.ray_serve)."""
-    from talkhead.batch_ray import _import_ray, probe
+    from talkhead.scale.ray import import_ray, probe
 
     if args.ray:
         probe(args.ray)  # an address that does not answer: one line within seconds, before Ray is even imported
     if args.replicas is not None and (args.min_replicas is not None or args.max_replicas is not None):
         raise InputError("give --replicas N (a fixed count) or --min-replicas/--max-replicas (autoscaling), not both")
-    _import_ray()
+    import_ray()
     from talkhead.serve.ray_serve import RayServeConfig, serve_forever, with_store
 
     given = {k: v for k, v in (("upscale_delay_s", args.upscale_delay), ("downscale_delay_s", args.downscale_delay),
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--max-sessions", type=int, default=4, help="live sessions at once; more get an error")
     s.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: each session draws in a thread of its own; 0: torch's default)")
-    s.add_argument("--model", default="student-1-whisper", help="motion model (default: the fastest shipped)")
+    s.add_argument("--model", default=LIVE_MODEL, help="motion model (default: the fastest shipped)")
     s.add_argument("--live-model", default="student-1-whisper-live", metavar="MODEL",
                    help="motion model for client audio (a live student: talkhead distill live); 'none': the "
                         "session's model over 0.2 s blocks (first frame 0.6 s after its audio)")

@@ -8,14 +8,15 @@ from __future__ import annotations
 import argparse
 
 from talkhead.cli.common import add_config_flags, check_device, config_from_args, set_threads
+from talkhead.config import LIVE_MODEL
 from talkhead.errors import InputError
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
     from talkhead.audio.features import FeatureConfig
-    from talkhead.motion.denoiser import DenoiserConfig
-    from talkhead.train.configs import TrainConfig
-    from talkhead.train.teacher import train
+    from talkhead.motion.net import DenoiserConfig
+    from talkhead.motion.train.configs import TrainConfig
+    from talkhead.motion.train.teacher import train
 
     set_threads(args.threads)
     check_device(args.device)
@@ -32,8 +33,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 
 def _cmd_distill(args: argparse.Namespace) -> None:
-    from talkhead.train.configs import METHODS
-    from talkhead.train.distill import distill
+    from talkhead.motion.train.configs import METHODS
+    from talkhead.motion.train.distill import distill
 
     set_threads(args.threads)
     if args.augmented < 0:
@@ -44,7 +45,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
 
 
 def _register_train(sub: argparse._SubParsersAction) -> None:
-    from talkhead.train.configs import TrainConfig
+    from talkhead.motion.train.configs import TrainConfig
 
     t = sub.add_parser("train", help="train the motion diffusion teacher on a corpus")
     t.add_argument("--data", required=True, nargs="+",
@@ -71,7 +72,7 @@ def _add_run_flags(p: argparse.ArgumentParser, resume_help: str) -> None:
 
 
 def _register_distill(sub: argparse._SubParsersAction) -> None:
-    from talkhead.train.configs import METHODS
+    from talkhead.motion.train.configs import METHODS
 
     d = sub.add_parser("distill", help="distil the teacher into few-step students")
     msub = d.add_subparsers(dest="method", required=True, metavar="METHOD")
@@ -90,7 +91,7 @@ def _register_distill(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_live(args: argparse.Namespace) -> None:
-    from talkhead.train.live import LiveConfig, distill_live
+    from talkhead.motion.train.live import LiveConfig, distill_live
 
     set_threads(args.threads)
     cfg = config_from_args(LiveConfig, args)
@@ -99,10 +100,10 @@ def _cmd_live(args: argparse.Namespace) -> None:
 
 
 def _register_live(msub: argparse._SubParsersAction) -> None:
-    from talkhead.train.live import LiveConfig
+    from talkhead.motion.train.live import LiveConfig
 
     m = msub.add_parser("live", help="fine-tune a one-step student on the features and windows of live client audio")
-    m.add_argument("--base", default="student-1-whisper", help="a one-step Whisper student (name or path)")
+    m.add_argument("--base", default=LIVE_MODEL, help="a one-step Whisper student (name or path)")
     m.add_argument("--data", required=True, help="corpus directory (its training clips)")
     m.add_argument("--out", required=True, help="the live student's .safetensors (a rerun with --resume continues)")
     add_config_flags(m, LiveConfig)
@@ -111,7 +112,7 @@ def _register_live(msub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_lips(args: argparse.Namespace) -> None:
-    from talkhead.train.lips import LipsConfig, finetune_lips
+    from talkhead.motion.train.lips import LipsConfig, finetune_lips
 
     set_threads(args.threads)
     cfg = config_from_args(LipsConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
@@ -135,7 +136,7 @@ def _real_run(m: argparse.ArgumentParser, cls: type, func, what: str) -> None:
 
 
 def _register_lips(msub: argparse._SubParsersAction) -> None:
-    from talkhead.train.lips import LipsConfig
+    from talkhead.motion.train.lips import LipsConfig
 
     m = msub.add_parser("lips", help="fine-tune a motion model's lips on people filmed talking (talkhead data talking)")
     m.add_argument("--init", default="student-4-whisper", help="the model to start from (name or path)")
@@ -145,7 +146,7 @@ def _register_lips(msub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_lipnet(args: argparse.Namespace) -> None:
-    from talkhead.train.lipnet import LipNetTrainConfig, train_lipnet
+    from talkhead.motion.train.lipnet import LipNetTrainConfig, train_lipnet
 
     set_threads(args.threads)
     cfg = config_from_args(LipNetTrainConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
@@ -161,7 +162,7 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
 
 
 def _register_lipnet(msub: argparse._SubParsersAction) -> None:
-    from talkhead.train.lipnet import LipNetTrainConfig
+    from talkhead.motion.train.lipnet import LipNetTrainConfig
 
     m = msub.add_parser("lipnet", help="train the lip net, which sets the lip opening from speech, on people filmed "
                                        "talking (talkhead data talking)")

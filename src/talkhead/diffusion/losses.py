@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 
 from talkhead.diffusion.denoiser import Denoiser
+from talkhead.diffusion.samplers import sample_ddim
 from talkhead.diffusion.schedule import NoiseSchedule
 
 
@@ -52,6 +53,27 @@ def progressive_target(x_t: Tensor, x_s: Tensor, abar_t: Tensor, abar_s: Tensor)
     ratio = ((1 - abar_s) / (1 - abar_t).clamp_min(1e-8)).sqrt()
     den = abar_s.sqrt() - ratio * abar_t.sqrt()
     return (x_s - ratio * x_t) / den.clamp_min(1e-6)
+
+
+@torch.no_grad()
+def segment_targets(denoise, schedule: NoiseSchedule, x_t: Tensor, idx: Tensor, paths: list[list[int]],
+                    cond: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    """Progressive distillation's targets over uneven segments: sample ``j`` is at the start of a student step
+    that replaces the teacher's DDIM run ``paths[idx[j]]`` (its timesteps, then where it stops; -1: clean).
+    Returns each sample's one-step x0 target and abar at its start, [B, 1, ...].
+
+    ``denoise(x, t, cond)`` is the teacher. Samples are grouped by step, so each teacher call covers one group:
+    the teacher's work is the samples' own segment lengths, whether the split is even or not.
+    """
+    ones = (1,) * (x_t.ndim - 1)
+    target, abar_t = torch.empty_like(x_t), torch.empty(x_t.shape[0], *ones)
+    for i in idx.unique().tolist():
+        m, path = idx == i, paths[i]
+        sub = {k: v[m] for k, v in cond.items()}
+        x_s = sample_ddim(lambda x, t: denoise(x, t, sub), x_t[m], schedule, path[:-1], to=path[-1])
+        a_t, a_s = (schedule.abar(torch.full((int(m.sum()),), t)).reshape(-1, *ones) for t in (path[0], path[-1]))
+        target[m], abar_t[m] = progressive_target(x_t[m], x_s, a_t, a_s), a_t
+    return target, abar_t
 
 
 def progressive_loss(student_x0: Tensor, target_x0: Tensor, abar_t: Tensor, velocity: float = 0.0) -> Tensor:

@@ -40,8 +40,9 @@ except ModuleNotFoundError as e:  # an optional extra: say how to get it
     raise ModuleNotFoundError(f"{e}: talkhead's Pipecat service needs pip install 'talkhead[pipecat]'") from e
 
 from talkhead.audio.tts import Resampler
+from talkhead.config import FPS, LIVE_MODEL
 from talkhead.integrations._remote import RemoteSession, stream_url
-from talkhead.serve.session import FPS, LiveSession, Out
+from talkhead.serve.session import LiveSession, Out
 
 SAMPLE_RATE = 16_000  # what the face is drawn from, and the rate of the audio it sends on
 UTTERANCE_KEY = "talkhead_utterance"  # image frames' metadata: the utterance number, None for idle
@@ -66,7 +67,8 @@ def _load_model(name: str):
     """Models are read once per process: several agents in one process share them (as ``talkhead serve``).
     Each is run once on 1 s of quiet noise here: its first call (the speech encoder's load, the first
     window) costs 0.3-0.5 s, which the first utterance would otherwise wait for."""
-    from talkhead.pipeline import MotionConfig, load_model, motion_from_audio
+    from talkhead.motion.model import load_model
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
 
     model = load_model(name)
     quiet = np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32)
@@ -76,9 +78,9 @@ def _load_model(name: str):
 
 def _renderer(avatar: str | Path | None, size: int):
     """A ``.avatar`` file (its own size), a photo drawn at ``size``, or the built-in photo."""
+    from talkhead.avatar.renderer import AvatarRenderer
+    from talkhead.face.detect import default_photo, load_image
     from talkhead.render import make_renderer
-    from talkhead.render.avatar import AvatarRenderer
-    from talkhead.render.face import default_photo, load_image
 
     if avatar is not None and Path(avatar).suffix == ".avatar":
         return AvatarRenderer(avatar, seed=0, window=True)  # live: the mask's window only, as serve draws it
@@ -137,7 +139,7 @@ class TalkheadVideoService(FrameProcessor):
     ``video_out_width``/``video_out_height`` of the face (``size``, or the ``.avatar``'s own size).
     """
 
-    def __init__(self, *, avatar: str | Path | None = None, size: int = 256, model: str = "student-1-whisper",
+    def __init__(self, *, avatar: str | Path | None = None, size: int = 256, model: str = LIVE_MODEL,
                  live_model: str = "student-1-whisper-live", server_url: str | None = None, seed: int = 0,
                  sync_with_audio: bool = False, **kwargs) -> None:
         """``avatar``: a photo or ``.avatar`` path (None: the built-in photo); ``size``: a photo's drawn size
@@ -169,7 +171,7 @@ class TalkheadVideoService(FrameProcessor):
         self._server_url, self._faceless = server_url, ""  # why there is no face (a server that did not answer)
 
     def _open_session(self) -> LiveSession:
-        from talkhead.pipeline import MotionConfig
+        from talkhead.motion.stream import MotionConfig
 
         model, live = (_model(n) for n in self._model_names)
         return LiveSession(model, _renderer(self._avatar, self._size), MotionConfig(seed=self._seed),

@@ -24,11 +24,18 @@ import torch
 from torch import Tensor, nn
 
 from talkhead.audio.features import FeatureConfig
-from talkhead.checkpoint import (check_weights, dataclass_from, described, load_checkpoint, resolve_named,
-                                 save_checkpoint)
+from talkhead.checkpoint import (
+    check_weights,
+    dataclass_from,
+    described,
+    load_checkpoint,
+    resolve_named,
+    save_checkpoint,
+)
+from talkhead.config import MODELS_DIR
 from talkhead.rig.spec import SPEC
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models" / "lips"
+LIPS_DIR = MODELS_DIR / "lips"
 DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
 DEFAULT_LIVE = "lips-whisper-live"  # the one a live student wears: trained on live speech's view of the audio
 
@@ -78,7 +85,7 @@ _LIPS = [61, 62, 63, 65, 66, 67, 0, 16]  # dlib's inner lips, upper then lower, 
 def _standard_face() -> tuple[Tensor, Tensor, Tensor]:
     """The template face's rig at the points the gap is read from, in its own frame: (points [8, 2],
     basis [52, 8, 2], seal [8, 2]). The head pose is left out: the opening is the mouth's, not the camera's."""
-    from talkhead.render.template import TEMPLATE, fit_rig
+    from talkhead.face.template import TEMPLATE, fit_rig
 
     rig = fit_rig(TEMPLATE[:68, :2] * 100.0)
     turn = lambda x: (x[..., _LIPS, :] @ rig.rotation.T)[..., :2]  # noqa: E731
@@ -88,7 +95,7 @@ def _standard_face() -> tuple[Tensor, Tensor, Tensor]:
 def drawn_gap(motion: Tensor) -> Tensor:
     """The inner-lip gap over face width that motion [N, 58] draws on the standard face -> [N]; signed (lips
     sealed past each other are below 0), so that it only grows as the mouth opens."""
-    from talkhead.render.template import coefficients
+    from talkhead.face.template import coefficients
 
     points, basis, seal_to = _standard_face()
     e, seal = coefficients(motion[:, SPEC.expression])
@@ -106,7 +113,7 @@ def set_opening(motion: Tensor, u: Tensor) -> Tensor:
     by u (nothing sealing the lips), u < 0 the jaw shut and the lips sealing by -u (pressed together
     over the face's own gap: a face photographed with its mouth open closes it). The gap any face draws
     grows with u, so one opening means the same on every face; the mouth's shape channels are kept."""
-    from talkhead.render.template import SEAL_FULL
+    from talkhead.face.template import SEAL_FULL
 
     m = motion.clone()
     seal = (-u).clamp(0.0, 1.0) * SEAL_FULL
@@ -176,7 +183,7 @@ class LipHead:
 
 
 def resolve(name_or_path: str | Path) -> Path:
-    return resolve_named(name_or_path, MODELS_DIR, "lip net")
+    return resolve_named(name_or_path, LIPS_DIR, "lip net")
 
 
 def load_head(name_or_path: str | Path) -> LipHead:
@@ -203,7 +210,7 @@ def load_head(name_or_path: str | Path) -> LipHead:
 def shipped_head(live: bool = False) -> Path | None:
     """The shipped head for an offline model or a live student (falling back to the offline one), if any."""
     for name in (DEFAULT_LIVE, DEFAULT) if live else (DEFAULT,):
-        p = MODELS_DIR / f"{name}.safetensors"
+        p = LIPS_DIR / f"{name}.safetensors"
         if p.is_file():
             return p
     return None

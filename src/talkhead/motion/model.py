@@ -11,20 +11,24 @@ import torch
 from torch import Tensor
 
 from talkhead.audio.features import FeatureConfig, extract, silence_row
-from talkhead.checkpoint import (check_weights, dataclass_from, described, load_checkpoint, resolve_named,
-                                 save_checkpoint)
-from talkhead.errors import InputError
-from talkhead.data.normalize import Normalizer
+from talkhead.checkpoint import (
+    check_weights,
+    dataclass_from,
+    described,
+    load_checkpoint,
+    resolve_named,
+    save_checkpoint,
+)
+from talkhead.config import MODELS_DIR
 from talkhead.diffusion.denoiser import Denoiser
-from talkhead.diffusion.samplers import sample_ddim
-from talkhead.motion.denoiser import DenoiserConfig, make_network, same_interface
-from talkhead.motion.lipnet import LipHead
-from talkhead.diffusion.samplers import SAMPLERS
+from talkhead.diffusion.samplers import SAMPLERS, sample_ddim
 from talkhead.diffusion.schedule import NoiseSchedule
+from talkhead.errors import InputError
+from talkhead.motion.data.normalize import Normalizer
+from talkhead.motion.lipnet import LipHead
+from talkhead.motion.net import DenoiserConfig, make_network, same_interface
 from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
 from talkhead.rig.spec import SPEC
-
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
 
 @dataclass
@@ -272,6 +276,13 @@ def with_lips(model: MotionModel, lips: str | Path | None, strict: bool = True) 
                              f"{model.features.kind} ({model.features.pool})")
         return replace(model, lips=None)
     return replace(model, lips=head)
+
+
+def load_model(name: str | None) -> MotionModel:
+    """A shipped model by name, a checkpoint path, or the default shipped model, wearing the shipped lip
+    net when its front end fits (``MODEL+none``: the model's own lips; ``MODEL+LIPS``: another net)."""
+    model = load(name or default_model_name())
+    return model if split_lips(name or "")[1] is not None else with_lips(model, None, strict=False)
 
 
 def _load_model(name_or_path: str | Path) -> MotionModel:

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from talkhead.audio.features import FeatureStream
+from talkhead.errors import InputError
 from talkhead.motion.model import MotionModel
-
 
 _SILENT_STARTS: dict[tuple, tuple[FeatureStream, torch.Tensor]] = {}
 
@@ -118,3 +118,29 @@ class MotionStream:
     def _rows(self, feats: torch.Tensor) -> torch.Tensor:
         return self.model.norm.audio(feats)[None]
 
+
+@dataclass(frozen=True)
+class MotionConfig:
+    """How motion is made: a model (name or path) and its sampling, or phoneme targets."""
+
+    model: str | None = None  # None: the default shipped model
+    steps: int | None = None  # None: the model's own (a student's step count, 50 for the teacher)
+    sampler: str | None = None
+    guidance: float = 1.0
+    seed: int = 0
+    driver: str = "model"  # "model" or "phones"
+
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.steps < 1:
+            raise InputError(f"--steps must be at least 1, got {self.steps}")
+
+
+def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig(),
+                      chunk: int | None = None, **view) -> np.ndarray:
+    """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once,
+    or ``chunk`` samples at a time with ``view`` (``MotionStream``'s block and look-ahead settings: e.g. a live
+    session's, ``serve.session.live_stream_args``)."""
+    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
+    step = chunk or max(1, len(wav))
+    return np.concatenate([b for i in range(0, len(wav), step) for b in stream.push(wav[i:i + step])]
+                          + list(stream.flush()))

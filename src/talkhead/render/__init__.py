@@ -1,16 +1,17 @@
-"""Renderers: photo + motion [T, 58] -> frames uint8 [T, H, W, 3], chosen by name (``generate --renderer``).
+"""Renderers: motion [T, 58] -> frames uint8 [T, H, W, 3], chosen by name (``generate --renderer``).
 
 A renderer is anything with ``size`` ((width, height)), ``frame_shape`` ((H, W, 3)) and
-``frames(motion, batch) -> iterator of uint8 [H, W, 3]``; the pipeline needs nothing else.
-``WarpRenderer`` (training-free, the default) lives in ``render.warp``; face registration in
-``render.face``, the 3D landmark rig in ``render.template``. This package stays light: a renderer's
-module is imported when one is made.
+``frames(motion, batch) -> iterator of uint8 [H, W, 3]``; the pipeline needs nothing else. Each engine
+registers one, drawing from a photo (``warp``: training-free, the default; ``latent``: the latent face
+engine) or from a person's avatar file (``avatar``: their own frames, its size its video's). This package
+stays light and knows no engine's insides: a renderer's module is imported when one is made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import import_module
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -27,17 +28,29 @@ class Renderer(Protocol):
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]: ...
 
 
-RENDERERS = {"warp": ("talkhead.render.warp", "WarpRenderer"),
-             "latent": ("talkhead.render.latent.renderer", "LatentRenderer")}
+# name -> (module, class, what it draws from: "photo" or "avatar")
+RENDERERS = {"warp": ("talkhead.warp.renderer", "WarpRenderer", "photo"),
+             "latent": ("talkhead.latent.renderer", "LatentRenderer", "photo"),
+             "avatar": ("talkhead.avatar.renderer", "AvatarRenderer", "avatar")}
 
 
-def make_renderer(name: str, photo: np.ndarray, size: int | tuple[int, int], device: str = "cpu",
-                  photo_name: str = "photo", **options) -> Renderer:
-    """The renderer ``name`` for ``photo`` at ``size``, registered once per photo (cached).
+def make_renderer(name: str, photo: np.ndarray | None = None, size: int | tuple[int, int] = 512, device: str = "cpu",
+                  photo_name: str = "photo", *, avatar: str | Path | None = None, **options) -> Renderer:
+    """The renderer ``name`` for ``photo`` at ``size`` (registered once per photo, cached), or for the
+    ``avatar`` file (at its own size, on the CPU).
 
-    ``options`` go to the renderer (the latent one takes ``engine``, ``stride``, ``seed``, ``output``).
+    ``options`` go to the renderer (the latent one takes ``engine``, ``stride``, ``seed``, ``output``; the
+    avatar one ``seed``).
     """
     if name not in RENDERERS:
         raise InputError(f"unknown renderer {name!r}; known: {', '.join(RENDERERS)}")
-    module, cls = RENDERERS[name]
-    return getattr(import_module(module), cls)(photo, size, device, name=photo_name, **options)
+    module, cls, source = RENDERERS[name]
+    make = getattr(import_module(module), cls)
+    if source == "avatar":
+        if avatar is None or photo is not None:
+            raise InputError(f"the {name} renderer draws a person's avatar: give an avatar file (--avatar), not a photo")
+        return make(avatar, **options)
+    if avatar is not None or photo is None:
+        raise InputError(f"the {name} renderer draws a photo: give --image PHOTO (or none for the built-in one), "
+                         "not --avatar")
+    return make(photo, size, device, name=photo_name, **options)

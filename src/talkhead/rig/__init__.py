@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
+from talkhead.config import FPS
 from talkhead.rig.nonverbal import nonverbal_motion
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.rig.spec import SPEC
 from talkhead.rig.visemes import mouth_targets, stress_of
 
 

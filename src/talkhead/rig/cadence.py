@@ -12,7 +12,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from talkhead.rig.spec import SPEC
 
-# The renderer's rotation is Rz(roll)·Rx(-pitch)·Ry(yaw) in scipy's terms (see render.template.pose_rotation).
+# The renderer's rotation is Rz(roll)·Rx(-pitch)·Ry(yaw) in scipy's terms (see face.template.pose_rotation).
 _EULER = "ZXY"
 
 

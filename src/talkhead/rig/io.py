@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
-from talkhead.rig.spec import FPS, POSE, SPEC
+from talkhead.rig.spec import POSE, SPEC
 from talkhead.util import atomic_write
 
 _LIVE_LINK_FACE = {"HeadYaw": "yaw", "HeadPitch": "pitch", "HeadRoll": "roll", "Timecode": "timecode"}

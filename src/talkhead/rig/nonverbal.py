@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.config import FPS
+from talkhead.rig.spec import SPEC
 
 
 def gaussian_filter1d(x: np.ndarray, sigma: float) -> np.ndarray:

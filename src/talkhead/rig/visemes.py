@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from talkhead.rig.spec import FPS, SPEC
+from talkhead.config import FPS
+from talkhead.rig.spec import SPEC
 
 STRESS_MARKS = "ˈˌ"
 # Length, syllabicity, aspiration and similar diacritics change timing, not lip shape.

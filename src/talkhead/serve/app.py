@@ -18,6 +18,7 @@ import numpy as np
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, Response
 
+from talkhead.config import DEFAULT_VOICE, LIVE_MODEL
 from talkhead.errors import InputError
 from talkhead.serve.avatars import Avatars
 from talkhead.serve.connection import Connection
@@ -33,9 +34,9 @@ class ServeConfig:
 
     max_sessions: int = 4
     start_timeout: float = 10.0  # a socket that has not sent 'start' by then is closed: it holds a session's slot
-    model: str | None = "student-1-whisper"  # the fastest shipped model; its lip sync matches the teacher's
+    model: str | None = LIVE_MODEL  # the fastest shipped model; its lip sync matches the teacher's
     # Client audio's motion (a voice agent's TTS streaming in): the live student, first frame 4 frames after its
-    # audio (talkhead.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
+    # audio (talkhead.motion.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
     live_model: str | None = "student-1-whisper-live"
     size: int = 256
     jpeg_quality: int = 80
@@ -78,7 +79,7 @@ def _packet(kind: bytes, index: int, payload: bytes) -> bytes:
 
 def create_app(cfg: ServeConfig = ServeConfig(), replica: str | None = None) -> FastAPI:
     """The server's app; ``replica`` (under ``serve --ray``) names this copy in ``/v1/status`` and ``ready``."""
-    from talkhead.pipeline import load_model
+    from talkhead.motion.model import load_model
 
     if cfg.threads is not None:
         import torch
@@ -173,9 +174,9 @@ class _Models:
 def _warm_up(model) -> None:
     """The first TTS call, Whisper encoder load and motion window each cost 0.1-0.4 s: pay them at start-up."""
     from talkhead.audio.tts import synthesize
-    from talkhead.pipeline import MotionConfig, motion_from_audio
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
 
-    motion_from_audio(model, synthesize("Ready.", "us-female").wav, MotionConfig())
+    motion_from_audio(model, synthesize("Ready.", DEFAULT_VOICE).wav, MotionConfig())
 
 
 class _VideoQueue:
@@ -237,13 +238,14 @@ def _video(job: dict, avatars: Avatars, model, cfg: ServeConfig) -> bytes:
     import tempfile
 
     from talkhead.audio.tts import check_voice, synthesize
-    from talkhead.pipeline import MotionConfig, stream
+    from talkhead.motion.stream import MotionConfig
+    from talkhead.pipeline import stream
     from talkhead.video import write_mp4
 
     text = job.get("text") if isinstance(job, dict) else None
     if not isinstance(text, str) or not text.strip() or len(text) > cfg.max_text:
         raise InputError(f"give 'text', 1 to {cfg.max_text} characters")
-    speech = synthesize(text, check_voice(job.get("voice") or "us-female"))
+    speech = synthesize(text, check_voice(job.get("voice") or DEFAULT_VOICE))
     renderer = avatars.renderer(aid=job.get("avatar"))
     frames = (f.image for f in stream([speech.wav], model(job.get("model")), renderer, MotionConfig(seed=0)))
     with tempfile.TemporaryDirectory() as d:

@@ -21,7 +21,6 @@ import numpy as np
 from talkhead.errors import InputError
 from talkhead.serve.avatar_store import StoreLimits, open_store
 
-
 KEEP_SIDE = 3072  # a photo's longer side as it is kept: its face window is then still over 2x any frame size
 
 
@@ -50,7 +49,7 @@ class Avatars:
             return self._register_photo(photo, expect), ".photo"
 
     def _register_photo(self, photo: np.ndarray, expect: str | None) -> str:
-        from talkhead.render.warp import drawn_part
+        from talkhead.warp.renderer import drawn_part
 
         h = hashlib.sha256(photo.data)  # hashed in place (the same id as photo.tobytes() + shape)
         h.update(str(photo.shape).encode())
@@ -82,7 +81,7 @@ class Avatars:
     def _add_avatar_file(self, data: bytes, expect: str | None = None) -> str:
         import tempfile
 
-        from talkhead.render.avatar import load_avatar
+        from talkhead.avatar.file import load_avatar
 
         if len(data) > self.cfg.max_avatar_file:
             raise InputError(f"avatar file over {self.cfg.max_avatar_file >> 20} MB")
@@ -126,9 +125,10 @@ class Avatars:
         return True
 
     def renderer(self, photo: np.ndarray | None = None, aid: str | None = None):
+        from talkhead.avatar.file import Avatar
+        from talkhead.avatar.renderer import AvatarRenderer
+        from talkhead.face.detect import default_photo
         from talkhead.render import make_renderer
-        from talkhead.render.avatar import Avatar, AvatarRenderer
-        from talkhead.render.face import default_photo
 
         if photo is None:
             aid = avatar_id(aid)  # every client's id (WebSocket, WebRTC, /v1/videos) passes here first

@@ -15,8 +15,9 @@ from typing import Protocol
 
 import numpy as np
 
+from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
-from talkhead.serve.session import FPS, LiveSession
+from talkhead.serve.session import LiveSession
 
 
 class Sink(Protocol):
@@ -96,13 +97,13 @@ class Connection:
         """Open the session (raises InputError for a bad avatar, model or voice), send ``ready``, start the clock."""
         from talkhead.audio.piper_tts import PIPER_VOICES, load_voice
         from talkhead.audio.tts import check_voice
-        from talkhead.pipeline import MotionConfig
+        from talkhead.motion.stream import MotionConfig
 
         if self.session is not None:
             raise InputError("this session has started already")
         renderer = await asyncio.to_thread(self.avatars.renderer, None, m.get("avatar"))
         model = await asyncio.to_thread(self.model, m.get("model"))
-        voice = check_voice(m.get("voice") or "us-female")
+        voice = check_voice(m.get("voice") or DEFAULT_VOICE)
         if voice in PIPER_VOICES:  # a neural voice loads in about 3 s: before 'ready', not in the first 'say'
             await asyncio.to_thread(load_voice, voice)
         seed = m.get("seed") or 0

@@ -197,9 +197,9 @@ def deploy(rc: RayServeConfig, cfg: ServeConfig, on_connected=None) -> bool:
 
     Returns True when this process started the cluster (``shutdown`` then stops it); ``on_connected(owned)``
     is called as soon as the connection is made (the replicas take a while longer)."""
-    from talkhead.batch_ray import connect
-
     import ray
+
+    from talkhead.scale.ray import connect
 
     check(rc, cfg)
     if rc.address is None and not ray.is_initialized():

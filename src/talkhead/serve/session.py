@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from talkhead.motion.stream import Ramp
-from talkhead.pipeline import MotionConfig, stream
+from talkhead.config import DEFAULT_VOICE, FPS
+from talkhead.motion.stream import MotionConfig, Ramp
+from talkhead.pipeline import stream
 from talkhead.rig.spec import SPEC
 
-FPS = 25
 HOP = 16_000 // FPS  # audio samples per frame
 _log = logging.getLogger(__name__)
 _LEAD = 3  # frames drawn ahead of the clock
@@ -68,10 +68,10 @@ def live_stream_args(model) -> dict:
 class LiveSession:
     """Thread-safe commands in (``say``, ``audio``, ``interrupt``, ``set_renderer``), frames out (``take``)."""
 
-    def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = "us-female",
+    def __init__(self, model, renderer, motion: MotionConfig = MotionConfig(), voice: str = DEFAULT_VOICE,
                  block_s: float = 0.2, lookahead: int = 4, sentence_block_s: float = 4.0, live_model=None,
                  ramp: Ramp = Ramp()) -> None:
-        # Client audio with ``live_model`` (a live student, ``train.live``): the features, windows and
+        # Client audio with ``live_model`` (a live student, ``motion.train.live``): the features, windows and
         # weights it was fine-tuned for, its first frame 2-4 frames after its audio. Without one: 0.2 s
         # feature blocks with 0.2 s of context, frames 4 + 2 frames after their audio (LowLatencyRunner):
         # the first frame 0.6 s after its audio, jawOpen r 0.895 against offline motion.

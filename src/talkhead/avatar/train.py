@@ -1,0 +1,309 @@
+"""``talkhead avatar train``: a person's own video -> one ``.avatar`` file, in resumable stages.
+
+Stages, each in ``NAME.avatar.work/`` and each resumed where a kill left it (the loop's exact resume):
+
+1. ``data.npz``: the crops, fitted motion and masks of ``avatar.data.ingest``; each video's followed face
+   (``track-*.npz``, most of ingest's time) is kept as it is found, so a kill mid-ingest loses one video's.
+2. ``vae.safetensors``: a face VAE for this person's crops (4x down at <= 128 px, so a mouth is many
+   latent cells, not the 3 of the one-photo engine), trained on the project's one loop.
+3. ``teacher.safetensors``: the latent denoiser (``latent.net``) conditioned on the frame's
+   context (the crop with its lower face hidden, encoded), the person's reference latent, the mouth
+   maps and the motion; noise prediction with the temporal and pixel terms (``latent.train``). It is
+   sampled as a bridge: from the reference latent noised to t = 800, in 2 DDIM steps.
+4. ``teacher-bank.safetensors``: the teacher fine-tuned to start from the person's own nearest mouth
+   (``avatar.mouths``: each frame's reference one of its nearest frames by the lips' points, 2 s away or more).
+5. ``student-K.safetensors`` (optional, ``--students``): students distilled from that teacher.
+6. the ``.avatar``: the chosen engine, the masks, the reference, the mouth bank (every frame's latent and
+   motion) and the steadiest stretch of the video as the base that generation loops (``avatar.file.save_avatar``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from talkhead.avatar.data import AvatarData, AvatarDataConfig, ingest
+from talkhead.errors import InputError
+from talkhead.util import atomic_write
+
+
+@dataclass(frozen=True)
+class AvatarTrainConfig:
+    """The default recipe: 9.5 min on 2 cores for 2.3 min of video (13-15 min on one thread for 20-53 s)."""
+
+    data: AvatarDataConfig = field(default_factory=AvatarDataConfig)
+    vae_widths: tuple[int, ...] = (32, 64)  # 4x down; crops over 128 px get a third stage (8x)
+    vae_latent: int = 4  # latent channels (8: 33.6 against 32.6 dB on cap13's lower face, detail 0.21 against 0.16)
+    vae_steps: int = field(default=700, metadata={"help": "steps of the person's VAE"})
+    vae_batch: int = 16
+    vae_lr: float = 2e-3
+    vae_patch: int = 64  # the VAE learns from random patches of this side (0: whole crops)
+    # Then the decoder alone may learn with a critic of this weight (0: off, the default). On its own it sharpens
+    # the VAE (cap13's lower face: detail 0.16 -> 0.96 of the real frames', 32.6 -> 28.6 dB), but the avatar
+    # draws from the denoiser's latents, which are blurred already: end to end detail stayed 0.19 while PSNR
+    # fell 25.9 -> 24.2 dB and lip r 0.60 -> 0.39 (docs/bench/avatar-critic), so it is off by default.
+    critic: float = 0.0
+    critic_steps: int = 600
+    critic_lr: float = 5e-4
+    widths: tuple[int, int, int] = (32, 64, 96)
+    teacher_steps: int = field(default=1500, metadata={"help": "steps of the latent denoiser"})
+    # Sampling is a bridge from the person's reference latent noised to ``bridge_t`` (not pure noise at
+    # T = 1000), in ``sample_steps`` DDIM steps: on cap12 the 2-step bridge is within 0.1 dB of 4 steps,
+    # and 11 dB above DDIM-20 from pure noise (docs/avatar.md), so no student is needed by default.
+    bridge_t: int = 800
+    sample_steps: int = field(default=2, metadata={"help": "denoising steps per drawn frame"})
+    # Then the teacher is fine-tuned to start from the person's own mouths (``avatar.mouths``): each frame's
+    # reference is one of its ``bank_k`` nearest frames by the lips' points, ``bank_exclude`` or more frames
+    # away, and drawing starts each frame from the bank's nearest, played forward while it costs at most
+    # ``bank_jump`` (squared percent of the crop) more. cap12 -> cap13: lip r 0.60 -> 0.93, 25.9 -> 27.5 dB,
+    # flicker 1.09x the real video's (docs/avatar.md). 0 steps: no bank (one reference, the first face).
+    bank_steps: int = field(default=600, metadata={"help": "steps tuning the denoiser on the mouth bank (0: no bank)"})
+    bank_lr: float = 5e-4
+    bank_k: int = 4
+    bank_exclude: int = 50
+    bank_jump: float = 10.0
+    # The bank's share of the file: every frame's latent and detail is 12 KB at 128 px crops, 25 KB at 256 px, so
+    # 2 minutes of a large face would be 70 MB. Over this, whole seconds are kept evenly through the video.
+    bank_mb: float = field(default=24.0, metadata={"help": "the mouth bank's size in the file at most, MB"})
+    batch: int = 12  # frame pairs
+    lr: float = 1e-3
+    student_steps: int = 300
+    students: tuple[int, ...] = ()  # optional students distilled from the bridged teacher, e.g. 1
+    ship: int = 0  # the student that goes into the .avatar (0: the teacher with its bridge)
+    base_seconds: float = field(default=6.0, metadata={"help": "seconds of steady video that generation loops"})
+    # The base frames' longer side at most (smaller frames are kept as filmed): 6 s of 1080p frames would be
+    # about 50 MB in the file and 0.9 GB in memory; 1280 keeps them under 25 MB.
+    base_side: int = field(default=1280, metadata={"help": "base frames' longer side at most, px"})
+    seed: int = field(default=0, metadata={"help": "randomness of every stage"})
+
+
+def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
+    # What a stage's files depend on: the videos, how they become crops and the networks' shapes. Step
+    # counts and learning rates may change between runs (a stage then continues to its new count).
+    shape = {"data": asdict(cfg.data), "vae_widths": cfg.vae_widths, "widths": cfg.widths, "patch": cfg.vae_patch,
+             "latent": cfg.vae_latent}
+    h = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode())
+    for v in videos:  # by content, read in chunks (a phone's video may be GBs): a renamed copy is the same run
+        with open(v, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _save_data(path: Path, d: AvatarData) -> None:
+    arrays = {"side": np.array(d.side), "reference": d.reference, "ref_points": d.ref_points,
+              "crop_to_ref": d.crop_to_ref, "crop_points": d.crop_points, "paste": d.paste, "hidden": d.hidden,
+              "report": np.array(json.dumps(d.report))}
+    for i, c in enumerate(d.clips):
+        for k in CLIP_ARRAYS:
+            arrays[f"clip{i}/{k}"] = c[k]
+        arrays[f"clip{i}/video"] = np.array(c["video"])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write(path, buf.getvalue())
+
+
+CLIP_ARRAYS = ("frames", "motion", "affine", "frame_index", "points")
+
+
+def load_data(path: Path, grid_down: int, cfg: AvatarDataConfig) -> AvatarData:
+    """``data.npz`` (ingested with ``cfg``) back as ``AvatarData``, conditioned for a VAE ``grid_down`` pixels a
+    latent cell."""
+    from talkhead.avatar.data import condition
+
+    z = np.load(path)
+    n = len({k.split("/")[0] for k in z.files if k.startswith("clip")})
+    clips = []
+    for i in range(n):
+        c = {k: z[f"clip{i}/{k}"] for k in CLIP_ARRAYS}
+        c["video"], c["reference"] = str(z[f"clip{i}/video"]), z["reference"]
+        clips.append(c)
+    side = int(z["side"])
+    d = AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
+                   z["hidden"], json.loads(str(z["report"])), cfg)
+    return condition(d, side // grid_down)
+
+
+def bridge_grid(t0: int, steps: int) -> list[int]:
+    """``steps`` evenly spaced DDIM timesteps from ``t0`` down (the last one above 0)."""
+    return [int(round(t0 * (1 - i / steps))) for i in range(steps)]
+
+
+def vae_widths(side: int, cfg: AvatarTrainConfig) -> tuple[int, ...]:
+    """4x down up to 128 px crops, 8x above: the latent grid stays 24-32 cells a side."""
+    return cfg.vae_widths if side <= 128 else (*cfg.vae_widths, cfg.vae_widths[-1])
+
+
+def _train_vae(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
+    from talkhead.latent.vae import FaceVAE, VAEConfig
+
+    vcfg = VAEConfig(size=d.side, widths=vae_widths(d.side, cfg), latent=cfg.vae_latent)
+    torch.manual_seed(cfg.seed)
+    return _fit_vae(work / "vae.safetensors", FaceVAE(vcfg), d, cfg, cfg.vae_steps, cfg.vae_lr, 0.999, None, progress)
+
+
+def _sharpen_decoder(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
+    """The VAE's decoder fine-tuned with a critic (``latent.train_vae.Adversary``); the encoder, so the latent space
+    and the teacher trained on it, stay as they are. On cap13 the lower face's detail goes from 0.16 of the
+    real frames' to 0.96, its reconstruction PSNR from 32.6 to 28.6 dB (recipes/avatar_decoder_gan.py)."""
+    from talkhead.latent.train_vae import Adversary
+    from talkhead.latent.vae import load_vae
+
+    vae = load_vae(work / "vae.safetensors").train()
+    for p in vae.encoder.parameters():
+        p.requires_grad_(False)
+    # The last weights, not an average: an EMA of the critic's decoder is as soft as the plain VAE (cap13's
+    # lower face: detail 0.156 with an EMA of 0.99, 0.317 without, pasted into the frame and cropped again).
+    return _fit_vae(work / "decoder.safetensors", vae, d, cfg, cfg.critic_steps, cfg.critic_lr, 0.0,
+                    Adversary(cfg.critic, seed=cfg.seed), progress)
+
+
+def _fit_vae(path: Path, vae: torch.nn.Module, d: AvatarData, cfg: AvatarTrainConfig, steps: int, lr: float,
+             ema: float, adversary, progress: bool) -> Path:
+    """One VAE stage on the person's crops, resumable, written to ``path`` (its state beside it)."""
+    from talkhead.checkpoint import save_checkpoint
+    from talkhead.latent.train_vae import VAEObjective
+    from talkhead.train.loop import FitConfig, fit
+
+    frames = np.concatenate([c["frames"] for c in d.clips])
+    fit_cfg = FitConfig(steps=steps, lr=lr, warmup=min(100, steps // 10), ema=ema, ema_warmup=True, seed=cfg.seed,
+                        ckpt_every=max(1, min(250, steps // 4)))
+    t0 = time.time()
+
+    def save(step: int, loss: float, avg: torch.nn.Module) -> None:
+        save_checkpoint(path, avg.state_dict(), {"kind": "face-vae", "vae": vae.cfg, "train": {
+            "frames": len(frames), "step": step, "steps": steps, "wall_s": round(time.time() - t0, 1)}})
+
+    state = path.with_name(path.stem + ".state.pt")
+    fit(vae, VAEObjective(frames, vae.cfg, cfg.vae_batch, cfg.vae_patch, adversary), fit_cfg, state,
+        on_checkpoint=save, resume=state.exists(), desc=f"avatar {path.stem}", progress=progress)
+    return path
+
+
+def _done(path: Path, steps: int) -> bool:
+    """A stage's model file exists from its last step."""
+    if not path.is_file():
+        return False
+    from talkhead.checkpoint import load_checkpoint
+
+    return load_checkpoint(path)[1].get("train", {}).get("step") == steps
+
+
+class _Clock:
+    """Wall seconds per stage, summed over the runs of one work folder (an interrupted stage counts its last run)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.t = path, time.time()
+        self.laps = json.loads(path.read_text()) if path.exists() else {}
+
+    def lap(self, name: str) -> None:
+        now = time.time()
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self.t, 1)
+        self.t = now
+        atomic_write(self.path, json.dumps(self.laps).encode())
+
+    def totals(self) -> dict:
+        return {**self.laps, "total_s": round(sum(self.laps.values()), 1)}
+
+
+def _bridge(path: Path, grid: list[int]) -> None:
+    """Give the teacher file the bridge sampler (its weights do not depend on it), so its students inherit it."""
+    from talkhead.latent.engine import load_engine, save_engine
+
+    eng = load_engine(path)
+    if eng.bridge and eng.timesteps == grid:
+        return
+    eng.timesteps, eng.bridge = grid, True
+    save_engine(path, eng, {"train": eng.meta["train"]})
+
+
+def _bank_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, grid: list[int], progress: bool) -> Path:
+    """The teacher fine-tuned on references from the person's mouth bank (``avatar.mouths.neighbours``)."""
+    from dataclasses import replace
+
+    from talkhead.avatar.mouths import mouth_keys, neighbours
+    from talkhead.latent.train import train_teacher
+
+    path = work / "teacher-bank.safetensors"
+    if not _done(path, cfg.bank_steps):
+        motion = np.concatenate([c["motion"] for c in d.clips])
+        clip_of = np.repeat(np.arange(len(d.clips)), [len(c["motion"]) for c in d.clips])
+        table = neighbours(mouth_keys(d.crop_points, motion, d.side), cfg.bank_k, cfg.bank_exclude, clip_of)
+        train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bank_steps, lr=cfg.bank_lr), name="teacher-bank",
+                      init=work / "teacher.safetensors", references=table, timesteps=grid,
+                      resume=(work / "teacher-bank.state.pt").exists(), progress=progress)
+    _bridge(path, grid)
+    return path
+
+
+def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConfig = AvatarTrainConfig(),
+                 progress: bool = True, log=print) -> dict:
+    """Every stage, resuming any that a kill interrupted; writes ``out`` (the ``.avatar``) last, atomically."""
+    from talkhead.latent.net import LatentConfig
+    from talkhead.latent.train import LatentTrainConfig, distill_student, train_teacher
+    from talkhead.latent.vae import load_vae
+
+    videos, out = [Path(v) for v in videos], Path(out)
+    for v in videos:
+        if not v.is_file():
+            raise InputError(f"no such video: {v}")
+    work = out.with_name(out.name + ".work")
+    work.mkdir(parents=True, exist_ok=True)
+    key = _inputs_key(videos, cfg)
+    stamp = work / "inputs.json"
+    if stamp.exists() and json.loads(stamp.read_text())["key"] != key:
+        raise InputError(f"{work} holds a run on other videos or settings; remove it or choose another --out")
+    atomic_write(stamp, json.dumps({"key": key, "videos": [str(v) for v in videos]}).encode())
+    clock = _Clock(work / "times.json")
+    data_path = work / "data.npz"
+    if not data_path.exists():
+        _save_data(data_path, ingest(videos, cfg.data, progress=progress, cache=work))  # each video's track kept
+    clock.lap("ingest_s")
+    side = int(np.load(data_path)["side"])
+    down = 2 ** len(vae_widths(side, cfg))
+    d = load_data(data_path, down, cfg.data)
+    log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
+    vae_path = work / "vae.safetensors"
+    if not _done(vae_path, cfg.vae_steps):
+        _train_vae(work, d, cfg, progress)
+    clock.lap("vae_s")
+    if cfg.critic > 0 and not _done(work / "decoder.safetensors", cfg.critic_steps):
+        _sharpen_decoder(work, d, cfg, progress)
+    clock.lap("decoder_s")
+    net = LatentConfig(latent=cfg.vae_latent, widths=cfg.widths, geometry=2, context=cfg.vae_latent, residual=False)
+    tcfg = LatentTrainConfig(steps=cfg.teacher_steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
+                             distill_steps=cfg.student_steps)
+    grid = bridge_grid(cfg.bridge_t, cfg.sample_steps)
+    if not _done(work / "teacher.safetensors", cfg.teacher_steps):
+        train_teacher(load_vae(vae_path), d.clips, work, tcfg, net, resume=(work / "teacher.state.pt").exists(),
+                      progress=progress, timesteps=grid)
+    _bridge(work / "teacher.safetensors", grid)
+    clock.lap("teacher_s")
+    teacher = _bank_teacher(work, d, cfg, tcfg, grid, progress) if cfg.bank_steps else work / "teacher.safetensors"
+    clock.lap("bank_s")
+    for k in cfg.students:
+        if not _done(work / f"student-{k}.safetensors", cfg.student_steps):
+            distill_student(teacher, d.clips, work, k, tcfg,
+                            resume=(work / f"student-{k}.state.pt").exists(), progress=progress)
+        clock.lap(f"student{k}_s")
+    chosen = work / f"student-{cfg.ship}.safetensors" if cfg.ship else teacher
+    info = {"videos": [v.name for v in videos], "config": asdict(cfg), "report": d.report,
+            "wall_s": clock.totals(), "engine": chosen.name}
+    from talkhead.avatar.file import save_avatar
+    from talkhead.latent.engine import load_engine
+
+    engine = load_engine(chosen)
+    if cfg.critic > 0:  # the sharpened decoder reads the same latents (its encoder was frozen)
+        engine.vae.load_state_dict(load_vae(work / "decoder.safetensors").state_dict())
+    bank = {"jump": cfg.bank_jump, "budget_mb": cfg.bank_mb} if cfg.bank_steps else None
+    save_avatar(out, engine, d, cfg.base_seconds, info, {v.name: v for v in videos}, bank, cfg.base_side)
+    info["wall_s"] = clock.totals()
+    atomic_write(work / "train.json", json.dumps(info, indent=1, default=str).encode())
+    return info

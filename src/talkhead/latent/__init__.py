@@ -1,0 +1,1 @@
+"""The latent face engine: a VAE, a motion-conditioned denoiser in its latent space, its renderer."""

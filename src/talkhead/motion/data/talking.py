@@ -1,0 +1,287 @@
+"""``talkhead data talking``: people filmed talking -> clips of the motion corpus, with real lips.
+
+Each video (its own audio track, or a ``.wav`` of the same name beside it) is read at 25 fps, one frame
+at a time; dlib's 68 points are found in every frame and the 58 channels are fitted to them as ``motion
+--from-video`` fits them (the first face is the neutral). Per frame it keeps the real inner-lip gap
+(over the face width), whether the frame may teach lips (``valid``: a face was found, its lips are in the
+picture and nothing covers the mouth, by the mirror cue of ``face.occlusion``), and the speech.
+
+Filmed clips are often a frame or two out of sync. As a sync checker does, each clip's lag is found
+within +-``max_offset`` frames: where lips made from its speech (a shipped motion model's, drawn on the
+clip's own fitted face) best follow the filmed lips. That lag holds any habit of the model's too (lips
+late or early against real ones), which every clip shares: so the clip's offset is its lag less the
+median lag of the corpus (on ../shared/data/talking the median was 0: the clips with a separate .wav
+lag 0 but one (+2); those with AAC in the file -2 to +4). The audio is shifted by it (``<id>/audio``, what training reads) and the lag, the offset and the correlations
+are recorded; the audio as filmed is kept beside it (``<id>/audio_filmed``, what a benchmark that does
+its own lag search reads).
+
+A clip is one shard ``shards/<content hash>.npz``, written atomically, so a killed run resumes after the
+last finished video, and a renamed copy of a video is not ingested twice. Each row names the person
+(``people``: a file stem -> person map; by default the stem) and ``split``: "train", or "measure" for
+people whose clips may be measured but not learnt from (``measure_only``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from talkhead.errors import InputError
+from talkhead.util import atomic_write, clear_stale_parts, file_sha256
+
+FPS, HOP = 25, 640  # frames per second; 16 kHz samples per frame
+
+
+@dataclass(frozen=True)
+class TalkingConfig:
+    """How real talking video becomes corpus clips."""
+
+    max_offset: int = 8  # frames searched each way for the clip's audio/video offset
+    offset_model: str = "student-4-whisper"  # whose speech-driven lips find the offset
+    min_frames: int = 50  # fewer valid frames than this: the video is skipped (2 s)
+    occlusion: bool = True  # mark frames where something covers the mouth (one more dlib call a frame)
+
+
+def gap_of_points(points: np.ndarray) -> np.ndarray:
+    """Inner-lip opening over face width for landmarks [T, 68, 2] -> [T] (dlib's inner lips, 61-63 / 65-67)."""
+    p = np.asarray(points, np.float32)
+    gap = np.abs(p[:, [65, 66, 67], 1] - p[:, [63, 62, 61], 1]).mean(1)
+    return gap / np.maximum(1.0, np.linalg.norm(p[:, 16] - p[:, 0], axis=1))
+
+
+def motion_gap(neutral: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """The inner-lip gap [T] that the warp renderer's geometry draws for ``motion`` [T, 58] on the face whose
+    neutral landmarks are ``neutral`` [68, 2]."""
+    from talkhead.face.template import fit_rig, project
+
+    return gap_of_points(project(fit_rig(neutral), motion).numpy())
+
+
+def lagged_r(real: np.ndarray, pred: np.ndarray, valid: np.ndarray | None = None,
+             max_lag: int = 8) -> tuple[int, float, float]:
+    """(best lag, r at it, r at lag 0): Pearson r of real[t] against pred[t + lag] over valid frames,
+    for lags within +-``max_lag``. A positive lag means ``pred`` comes late."""
+    from talkhead.metrics import pearson
+
+    n = min(len(real), len(pred))
+    real, pred = np.asarray(real[:n], np.float64), np.asarray(pred[:n], np.float64)
+    ok = np.ones(n, bool) if valid is None else np.asarray(valid[:n], bool)
+    rs = {}
+    for lag in range(-max_lag, max_lag + 1):
+        t = np.arange(max(0, -lag), min(n, n - lag))
+        t = t[ok[t]]
+        rs[lag] = pearson(real[t], pred[t + lag]) if len(t) > 2 else 0.0
+    best = max(rs, key=lambda k: (rs[k], -abs(k)))
+    return best, rs[best], rs[0]
+
+
+def loudness(wav: np.ndarray, frames: int) -> np.ndarray:
+    """RMS level in dB per 40 ms frame [frames]: the baseline that reads loudness as lip opening."""
+    w = np.zeros(frames * HOP, np.float32)
+    w[: min(len(wav), len(w))] = wav[: len(w)]
+    rms = np.sqrt((w.reshape(frames, HOP) ** 2).mean(1) + 1e-10)
+    return 20 * np.log10(rms)
+
+
+def shift_audio(wav: np.ndarray, lag: int) -> np.ndarray:
+    """The audio moved ``lag`` frames earlier (later for a negative lag, silence in front)."""
+    if lag >= 0:
+        return wav[lag * HOP:].copy()
+    return np.concatenate([np.zeros(-lag * HOP, wav.dtype), wav])
+
+
+def track(path: Path, occlusion: bool = True, progress: bool = False) -> dict:
+    """Landmarks of the followed face, frame by frame, streamed: {"points" [F, 68, 2] for the frames that
+    have a face, "found" [F] their numbers, "covered" [F] bool, "frames", "size" (width, height)}."""
+    from tqdm import tqdm
+
+    from talkhead.face.capture import follow
+    from talkhead.face.detect import detect_faces
+    from talkhead.face.occlusion import lips_outside, mirror_gap, occluded
+    from talkhead.video import frame_estimate, iter_frames
+
+    pts, found, boxes, mirror, last, size, n = [], [], [], [], None, None, 0
+    bar = tqdm(total=frame_estimate(path, FPS), unit="frame", desc=path.name[:24], disable=not progress)
+    for n, frame in enumerate(iter_frames(path, FPS), 1):
+        size = size or (frame.shape[1], frame.shape[0])
+        faces = detect_faces(frame, f"{path.name} frame {n - 1}")
+        if faces:
+            last = follow(faces, last)
+            pts.append(last.landmarks)
+            found.append(n - 1)
+            boxes.append(last.box)
+            if occlusion:  # the mirror cue needs the frame itself: taken now, so no frame is kept
+                mirror.append(mirror_gap(frame, last.landmarks, last.box))
+        bar.update(1)
+    bar.close()
+    points = np.asarray(pts, np.float32).reshape(-1, 68, 2)
+    covered = lips_outside(points, size) if len(points) else np.zeros(0, bool)
+    if occlusion and len(points):
+        covered |= occluded(np.asarray(mirror, np.float32), found)
+    return {"points": points, "found": np.asarray(found, int), "covered": covered, "frames": n, "size": size}
+
+
+def speech_of(path: Path) -> np.ndarray:
+    """The clip's speech at 16 kHz: a ``.wav`` of the same name beside it, else its own audio track."""
+    from talkhead.audio.io import load_audio
+
+    beside = path.with_suffix(".wav")
+    return load_audio(beside if beside.is_file() else path)
+
+
+def talking_clip(path: Path, cfg: TalkingConfig, model, say: Callable[[str], None] = print,
+                 progress: bool = False) -> tuple[dict, dict[str, np.ndarray]]:
+    """One video -> (row, arrays): motion [T, 58], valid [T], gap [T], audio and audio_filmed (int16)."""
+    from talkhead.face.capture import fit_motion
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
+
+    wav = speech_of(path)
+    got = track(path, cfg.occlusion, progress)
+    n, found = got["frames"], got["found"]
+    valid = np.zeros(n, bool)
+    valid[found[~got["covered"]]] = True
+    if valid.sum() < cfg.min_frames:
+        raise InputError(f"{path.name}: a face with visible lips in {int(valid.sum())} of {n} frames "
+                         f"(need {cfg.min_frames})")
+    fitted = fit_motion(got["points"])
+    idx = np.arange(n)
+    motion = np.stack([np.interp(idx, found, fitted[:, c]) for c in range(fitted.shape[1])], 1).astype(np.float32)
+    gap = np.interp(idx, found, gap_of_points(got["points"])).astype(np.float32)
+    speech_gap = motion_gap(got["points"][0], motion_from_audio(model, wav, MotionConfig(seed=0)))
+    lag, r, r0 = lagged_r(gap, speech_gap, valid, cfg.max_offset)
+    pcm = lambda w: np.round(np.clip(w, -1, 1) * 32767).astype(np.int16)  # noqa: E731
+    row = {"frames": n, "duration": round(n / FPS, 3), "speech_lag": lag, "offset_frames": 0, "lag_r": round(r, 4),
+           "r_at_zero": round(r0, 4), "valid_share": round(float(valid.mean()), 4),
+           "covered_frames": int(got["covered"].sum()), "lost_frames": int(n - len(found)),
+           "size": list(got["size"]), "neutral": got["points"][0].round(2).tolist()}
+    say(f"{path.name}: {n} frames, lips valid in {valid.mean():.0%}, speech-driven lips best {lag:+d} frames "
+        f"late (r {r0:.2f} -> {r:.2f})")
+    filmed = pcm(wav[: n * HOP])
+    arrays = {"motion": motion, "valid": valid, "gap": gap, "audio": filmed, "audio_filmed": filmed}
+    return row, arrays
+
+
+def clip_id(path: Path) -> str:
+    """A corpus id from a file name: letters, digits, '-' and '_' only."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in path.stem)
+
+
+def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = TalkingConfig(),
+           people: dict[str, str] | None = None, measure_only: tuple[str, ...] = (),
+           say: Callable[[str], None] = print, progress: Callable[[int, int], None] | None = None,
+           frame_bar: bool = False) -> dict:
+    """Every video as a clip in the corpus ``out`` (made or resumed); returns the report {kept, skipped}.
+
+    ``measure_only``: file-name prefixes whose clips are marked split "measure" (never trained on)."""
+    from talkhead.motion.model import load
+
+    paths = video_files(videos)
+    out = Path(out)
+    (out / "shards").mkdir(parents=True, exist_ok=True)
+    clear_stale_parts(out / "shards")
+    people, rows, skipped, model, seen = people or {}, [], [], None, {}
+    for i, p in enumerate(paths):
+        shard = out / "shards" / f"{file_sha256(p)[:16]}.npz"
+        try:
+            if shard.name in seen:  # videos are known by content: a copy under another name is one clip
+                raise InputError(f"the same video as {seen[shard.name]}")
+            seen[shard.name] = p.name
+            if not shard.exists():
+                model = model or load(cfg.offset_model)
+                row, arrays = talking_clip(p, cfg, model, say, frame_bar)
+                _write(shard, clip_id(p), row, arrays)
+            row = _read_row(shard)
+            row.update(person=people.get(p.stem, p.stem), file=p.name,
+                       split="measure" if p.name.startswith(tuple(measure_only)) else "train")
+            row["voice"] = row["person"]
+            rows.append(row)
+        except InputError as e:
+            skipped.append({"file": p.name, "why": str(e)})
+            say(f"skipped {p.name}: {e}")
+        if progress is not None:
+            progress(i + 1, len(paths))
+    if not rows:
+        raise InputError(f"none of the {len(paths)} videos could be used: " + "; ".join(s["why"] for s in skipped))
+    align_offsets(out, rows)
+    atomic_write(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+    report = {"config": asdict(cfg), "kept": [r["file"] for r in rows], "skipped": skipped}
+    atomic_write(out / "report.json", json.dumps(report, indent=1).encode())
+    return report
+
+
+def align_offsets(out: Path, rows: list[dict]) -> None:
+    """Each clip's offset: its speech lag less the corpus' median lag; shards whose audio was shifted by
+    another offset are written again (atomically), the rows updated."""
+    import shutil
+
+    lags = [r.get("speech_lag", r["offset_frames"]) for r in rows]
+    median = int(round(float(np.median(lags))))
+    for r, lag in zip(rows, lags):
+        offset = lag - median
+        if offset == r["offset_frames"] and "speech_lag" in r:
+            continue
+        shard = out / r["shard"]
+        with np.load(shard) as z:
+            arrays = {k.split("/", 1)[1]: z[k] for k in z.files if k != "rows"}
+        filmed = arrays["audio_filmed"]
+        arrays["audio"] = shift_audio(filmed, offset)[: len(filmed)]
+        keep = {k: v for k, v in r.items() if k not in ("person", "file", "split", "voice", "shard", "id")}
+        keep.update(speech_lag=lag, offset_frames=offset, median_lag=median)
+        if "offset_r" in keep:  # written before the median was taken out
+            keep["lag_r"] = keep.pop("offset_r")
+        _write(shard, r["id"], keep, arrays)
+        r.update(speech_lag=lag, offset_frames=offset, median_lag=median)
+        shutil.rmtree(out / "cache", ignore_errors=True)  # features of the audio as it was shifted before
+
+
+def video_files(videos: list[str | Path]) -> list[Path]:
+    """The videos given, folders read for their video files (sorted); none, or a missing one, is an InputError."""
+    from talkhead.video import VIDEO_SUFFIXES
+
+    paths: list[Path] = []
+    for v in map(Path, videos):
+        if v.is_dir():
+            paths += sorted(p for p in v.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES)
+        elif v.is_file():
+            paths.append(v)
+        else:
+            raise InputError(f"no such video or folder: {v}")
+    if not paths:
+        raise InputError("no videos given (" + ", ".join(sorted(VIDEO_SUFFIXES)) + ")")
+    return paths
+
+
+def _write(shard: Path, cid: str, row: dict, arrays: dict[str, np.ndarray]) -> None:
+    row = {"id": cid, **row, "shard": f"shards/{shard.name}"}
+    buf = io.BytesIO()
+    np.savez(buf, rows=np.frombuffer(json.dumps([row]).encode(), np.uint8),
+             **{f"{cid}/{k}": v for k, v in arrays.items()})
+    atomic_write(shard, buf.getvalue())
+
+
+def _read_row(shard: Path) -> dict:
+    with np.load(shard) as z:
+        return json.loads(z["rows"].tobytes().decode())[0]
+
+
+def clip_arrays(corpus: str | Path, row: dict) -> dict[str, np.ndarray]:
+    """A clip's arrays by name (motion, valid, gap, audio, audio_filmed)."""
+    with np.load(Path(corpus) / row["shard"]) as z:
+        return {k.split("/", 1)[1]: z[k] for k in z.files if k.startswith(row["id"] + "/")}
+
+
+def load_people(path: str | Path | None) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A people file: {"people": {file stem: person}, "measure_only": [file-name prefixes]}."""
+    if path is None:
+        return {}, ()
+    try:
+        spec = json.loads(Path(path).read_text())
+        return dict(spec.get("people", {})), tuple(spec.get("measure_only", ()))
+    except (OSError, ValueError, AttributeError) as e:
+        raise InputError(f"cannot read the people file {path}: {e}") from None
+

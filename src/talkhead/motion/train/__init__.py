@@ -1,0 +1,1 @@
+"""Motion models' training: configs, the teacher and its students' objectives, the lip net."""

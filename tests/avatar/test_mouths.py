@@ -1,0 +1,61 @@
+"""``avatar.mouths``: a person's mouths found by their lips' points, played forward while that stays close."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from talkhead.avatar.mouths import MouthBank, distances, mouth_keys, neighbours
+from talkhead.rig.spec import SPEC
+
+
+@pytest.fixture(scope="module")
+def keys(talking_video):
+    """Lip keys of the true motion of real TTS speech, on the built-in photo's own landmarks."""
+    from talkhead.face.detect import default_photo, detect_face
+
+    points = detect_face(default_photo()).landmarks
+    return mouth_keys(points, talking_video[1], 512), talking_video[1], points
+
+
+def test_keys_are_the_lips_so_an_open_jaw_is_far_from_a_closed_one(keys):
+    _, motion, points = keys
+    m = np.zeros((3, 58), np.float32)
+    m[1, SPEC["jawOpen"]], m[2, SPEC["jawOpen"]] = 0.1, 0.8
+    k = mouth_keys(points, m, 512)
+    assert k.shape == (3, 40)
+    d = distances(k, k)
+    assert 0 < d[0, 1] < d[0, 2] and np.allclose(np.diag(d), 0, atol=1e-6)
+    head = m.copy()
+    head[:, SPEC["tx"]], head[:, SPEC["roll"]] = 0.3, 0.2  # the crop's alignment removed these: no effect
+    assert np.allclose(mouth_keys(points, head, 512), k, atol=1e-4)
+
+
+def test_neighbours_are_near_and_never_the_frame_or_its_neighbours(keys):
+    k = keys[0]
+    table = neighbours(k, 4, 10)
+    idx = np.arange(len(k))
+    assert table.shape == (len(k), 4)
+    assert (np.abs(table - idx[:, None]) >= 10).all()
+    d = distances(k, k)
+    assert np.take_along_axis(d, table, 1).mean() < 0.25 * d[np.abs(idx[:, None] - idx[None]) >= 10].mean()
+    clip_of = (idx >= len(k) // 2).astype(int)  # two clips: the same frame numbers in the other clip are allowed
+    two = neighbours(k, 4, 10, clip_of)
+    same = clip_of[two] == clip_of[:, None]
+    assert (np.abs(two - idx[:, None])[same] >= 10).all()
+
+
+def test_bank_finds_a_mouth_and_plays_on_while_close(keys):
+    k = keys[0]
+    a = 37
+    b = a + 2 + int(np.flatnonzero(distances(k[a + 1:a + 2], k[a + 2:])[0] > 1.0)[0])  # a mouth unlike a + 1's
+    assert MouthBank(k).choose(k[[a]]).tolist() == [a]
+    assert MouthBank(k, jump=1e9).choose(k[[a, b]]).tolist() == [a, a + 1]  # played on as it was filmed
+    assert MouthBank(k, jump=0.0).choose(k[[a, b]]).tolist() == [a, b]
+    ends = np.zeros(len(k), bool)
+    ends[a] = True  # a stretch ends at a: the next frame is another stretch, never continued into
+    assert MouthBank(k, ends, jump=1e9).choose(k[[a, b]]).tolist() == [a, b]
+    assert MouthBank(k, jump=2.0).choose(k).tolist() == list(range(len(k)))  # the bank's own lips replay it
+    noisy = k + np.random.default_rng(0).normal(0, 0.5, k.shape).astype(np.float32)
+    once, parts = MouthBank(k, jump=2.0), MouthBank(k, jump=2.0)  # choosing in pieces is choosing at once
+    assert np.array_equal(once.choose(noisy), np.concatenate([parts.choose(noisy[:50]), parts.choose(noisy[50:])]))

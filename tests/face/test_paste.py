@@ -1,0 +1,43 @@
+"""Pixel work around pasting a drawn crop into its frame."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from talkhead.face.paste import colour_ring, decode_window, paste_lower_face, pingpong
+
+
+def test_pingpong_loops_without_a_jump():
+    assert pingpong(np.arange(9), 4).tolist() == [0, 1, 2, 3, 2, 1, 0, 1, 2]
+    assert pingpong(np.arange(3), 1).tolist() == [0, 0, 0]
+
+
+def test_decode_window_covers_the_mask_with_a_margin_and_stays_on_the_grid():
+    paste = np.zeros((64, 64), np.float32)
+    paste[33:47, 20:30] = 1.0  # latent cells (down 8): rows 4-5, columns 2-3
+    assert decode_window(paste, 8, margin=1) == (3, 7, 1, 5)
+    paste[60:, :3] = 0.5  # reaching the corner: clipped to the grid
+    assert decode_window(paste, 8, margin=2) == (2, 8, 0, 6)
+
+
+def test_colour_ring_is_the_window_less_the_grown_hidden_region():
+    hidden = np.zeros((1, 32, 32), bool)
+    hidden[0, 10:20, 10:20] = True
+    ring = colour_ring(hidden, (1, 3, 1, 3), 8)  # the window: pixels 8..23
+    assert ring.shape == hidden.shape and not (ring & hidden).any()
+    assert not ring[0, 9, 12] and not ring[0, 20, 12]  # a pixel's growth
+    assert ring[0, 8, 8] and ring[0, 23, 23] and not ring[0, 7, 12] and not ring[0, 24, 12]
+
+
+def test_paste_blends_through_the_mask_and_leaves_the_rest():
+    frame = np.full((40, 60, 3), 10, np.uint8)
+    crop = np.full((16, 16, 3), 200, np.uint8)
+    mask = np.zeros((16, 16), np.float32)
+    mask[4:12, 4:12] = 1.0
+    affine = np.array([[1.0, 0.0, 20.0], [0.0, 1.0, 12.0]])  # crop pixels -> frame pixels: a shift
+    out = paste_lower_face(frame, crop, affine, mask)
+    assert (out[18:22, 26:30] == 200).all()  # inside the mask: the crop
+    assert (out[:10] == 10).all() and (out[:, :18] == 10).all()  # outside: the frame, untouched
+    assert out.dtype == np.uint8 and out.shape == frame.shape
+    off = np.array([[1.0, 0.0, 500.0], [0.0, 1.0, 0.0]])  # wholly outside the frame
+    assert np.array_equal(paste_lower_face(frame, crop, off, mask), frame)

@@ -1,0 +1,78 @@
+"""``talkhead distill lipnet`` on a ``data talking`` corpus of the astronaut drawn speaking (its lips are the
+phone rig's, so the clip's lip gap follows its speech): the net learns that gap from the Whisper states,
+the checkpoint names the people it learnt from, a stopped run resumes, and bad settings are named errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from talkhead.cli import main
+from talkhead.errors import InputError
+from talkhead.motion.data.talking import lagged_r
+from talkhead.motion.lipnet import load_head
+from talkhead.motion.train.lipnet import WHISPER, LipNetTrainConfig, gap_clips, train_lipnet
+
+
+def test_the_net_learns_the_clips_lip_gap(talking_corpus, tmp_path):
+    out = tmp_path / "lips.safetensors"
+    cfg = LipNetTrainConfig(iters=300, batch=8, frames=48, augmented=0)
+    report = train_lipnet(talking_corpus, out, cfg, progress=False)
+    assert report["people"] == ["ann"] and report["steps"] == 300
+    head = load_head(out)
+    assert head.meta["train"]["people"] == ["ann"] and head.fits(WHISPER) and head.gap_std > 0
+    data, _ = gap_clips(talking_corpus, (), 0)
+    pred = head.opening(data.feats[0][0][None])[0].numpy()
+    lag, r, _ = lagged_r(data.gap[0].numpy(), pred, data.seen[0].numpy(), 2)
+    assert r > 0.6 and abs(lag) <= 1, (r, lag)
+
+
+def test_a_stopped_run_resumes_to_the_same_weights(talking_corpus, tmp_path, monkeypatch):
+    import talkhead.motion.train.lipnet as lipnet_train
+    from talkhead.train.loop import FitConfig
+
+    cfg = LipNetTrainConfig(iters=20, batch=4, frames=32, augmented=0)
+    train_lipnet(talking_corpus, tmp_path / "a.safetensors", cfg, progress=False)
+    with monkeypatch.context() as m:  # the same run stopped at step 10, as a kill after its checkpoint leaves it
+        m.setattr(lipnet_train, "FitConfig", lambda **k: FitConfig(**{**k, "stop_at": 10}))
+        train_lipnet(talking_corpus, tmp_path / "b.safetensors", cfg, progress=False)
+    with pytest.raises(InputError, match="--resume"):
+        train_lipnet(talking_corpus, tmp_path / "b.safetensors", cfg, progress=False)
+    train_lipnet(talking_corpus, tmp_path / "b.safetensors", cfg, resume=True, progress=False)
+    a, b = load_head(tmp_path / "a.safetensors"), load_head(tmp_path / "b.safetensors")
+    for k, v in a.net.state_dict().items():
+        assert torch.allclose(v, b.net.state_dict()[k], atol=1e-6), k
+
+
+def test_the_command_names_bad_settings(talking_corpus, tmp_path, capsys):
+    out = str(tmp_path / "x.safetensors")
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--kernel", "4"]) == 2
+    assert "--kernel" in capsys.readouterr().err
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--hold-out", "ann"]) == 2
+    assert "held out" in capsys.readouterr().err
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", str(tmp_path / "x.pt")]) == 2
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--iters", "3", "--batch", "2",
+                 "--augment", "0", "--quiet"]) == 0
+    assert "learnt from 1 people: ann" in capsys.readouterr().out
+    assert json.loads((tmp_path / "x.log.jsonl").read_text().splitlines()[-1])["steps"] == 3
+
+
+def test_the_live_view_trains_on_what_a_live_session_hears(talking_corpus, tmp_path):
+    from talkhead.audio.features import extract
+    from talkhead.motion.data.talking import clip_arrays
+
+    cfg = LipNetTrainConfig(iters=5, batch=4, frames=32, augmented=0, view="live", ahead=1)
+    train_lipnet(talking_corpus, tmp_path / "live.safetensors", cfg, progress=False)
+    head = load_head(tmp_path / "live.safetensors")
+    assert head.net.cfg.ahead == 1 and head.meta["train"]["config"]["view"] == "live"
+    live, _ = gap_clips(talking_corpus, (), 0, "live")
+    offline, _ = gap_clips(talking_corpus, (), 0)
+    row = offline.rows[0]
+    wav = clip_arrays(talking_corpus, row)["audio"].astype("float32") / 32767
+    f_live, f_off = live.feats[0][0], offline.feats[0][0]
+    assert f_live.shape == f_off.shape and torch.allclose(f_off, extract(wav, WHISPER)[:len(f_off)], atol=1e-3)
+    assert not torch.allclose(f_live, f_off, atol=1e-2)  # one-frame blocks hear less than 28 s ones
+    with pytest.raises(InputError, match="--augment"):
+        gap_clips(talking_corpus, (), 1, "live")
