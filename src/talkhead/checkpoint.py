@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 from safetensors import safe_open
 from safetensors.torch import save as st_save
+from torch.overrides import TorchFunctionMode
 
 from talkhead.errors import InputError
 from talkhead.util import atomic_write

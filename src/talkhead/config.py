@@ -7,6 +7,8 @@ from pathlib import Path
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the shipped models: motion, lips/, latent/
 
 FPS = 25  # motion frames and video frames per second, everywhere
+SAMPLE_RATE = 16_000  # speech inside talkhead: mono, 16 kHz
+HOP = SAMPLE_RATE // FPS  # speech samples per frame (640)
 DEFAULT_VOICE = "us-female"  # espeak-ng's voice: installed with the package's system requirements
 LIVE_MODEL = "student-1-whisper"  # the fastest shipped motion model: serve, Pipecat, a live student's base
 MIN_SIDE, MAX_SIDE = 64, 4096  # a video's side in pixels

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import queue
+import re
 import secrets
 import threading
 from collections.abc import Iterable, Iterator

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from talkhead.audio.augment import augment, telephone
-from talkhead.audio.features import FeatureStream, FeatureConfig, extract, silence_row
+from talkhead.audio.features import FeatureConfig, FeatureStream, extract, silence_row
 from talkhead.audio.io import load_audio
 from talkhead.audio.whisper import mel_filters, whisper_log_mel
 

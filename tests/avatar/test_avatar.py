@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from talkhead.face.paste import paste_lower_face, pingpong
-from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.avatar.file import load_avatar
+from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.cli import main
 from talkhead.errors import InputError
+from talkhead.face.paste import paste_lower_face, pingpong
 from talkhead.rig.spec import SPEC
 
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from talkhead.bench.compare import CompareConfig, Entry, paired, parse_entry, run_compare
-from talkhead.metrics import cosine
 from talkhead.bench.motion import CLIP_FRAMES, fixed_clip
 from talkhead.cli import main
 from talkhead.errors import InputError
+from talkhead.metrics import cosine
 from talkhead.motion.model import load
 
 

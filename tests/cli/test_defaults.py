@@ -48,3 +48,31 @@ def test_each_distill_method_has_exactly_its_own_flags(method):
     assert _check(args, cls) == len(dataclasses.fields(cls))
     others = {f.name for c in METHODS.values() for f in dataclasses.fields(c)} - {f.name for f in dataclasses.fields(cls)}
     assert not others & set(args), f"distill {method} takes another method's flags: {others & set(args)}"
+
+
+def test_latent_flags_are_the_configs_own():
+    from talkhead.cli.common import config_from_args
+    from talkhead.latent.net import LatentConfig
+    from talkhead.latent.train import LatentTrainConfig
+    from talkhead.latent.train_vae import VAETrainConfig
+    from talkhead.latent.vae import VAEConfig
+
+    parser = build_parser()
+    vae = parser.parse_args(["latent", "vae", "--faces", "f", "--out", "o"])
+    assert config_from_args(VAEConfig, vae) == VAEConfig() and config_from_args(VAETrainConfig, vae) == VAETrainConfig()
+    off = parser.parse_args(["latent", "vae", "--faces", "f", "--out", "o", "--no-augment", "--widths", "8,16"])
+    assert config_from_args(VAEConfig, off) == VAEConfig(augment=False, widths=(8, 16))  # True turned off
+    train = _defaults(["latent", "train", "--vae", "v", "--faces", "f", "--out", "o"])
+    assert _check(train, LatentConfig, skip=("geometry", "context")) == len(dataclasses.fields(LatentConfig)) - 2
+    assert _check(train, LatentTrainConfig) == len(dataclasses.fields(LatentTrainConfig)) - 2  # not the student's
+    student = _defaults(["latent", "distill", "--teacher", "t", "--to", "2", "--faces", "f", "--out", "o"])
+    d = LatentTrainConfig()
+    assert (student["steps"], student["lr"]) == (d.distill_steps, d.distill_lr)
+
+
+def test_serve_flags_default_to_serve_config():
+    from talkhead.serve.app import ServeConfig
+
+    # threads: the command owns its process and sets 1 (sessions are the parallelism); a ServeConfig inside
+    # someone else's process leaves their torch threads alone (None).
+    assert _check(_defaults(["serve"]), ServeConfig, skip=("threads",)) >= 5

@@ -10,8 +10,8 @@ import torch
 
 from talkhead.bench.render import script_length, scripted_motion
 from talkhead.face.detect import default_photo
-from talkhead.latent.engine import LATENT_DIR, load_engine
 from talkhead.face.identity import identity_distance, lip_gap
+from talkhead.latent.engine import LATENT_DIR, load_engine
 from talkhead.latent.renderer import CROP_FRAMING
 from talkhead.warp.renderer import WarpRenderer
 

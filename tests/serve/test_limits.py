@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-
 from test_app import _collect, _open, _post, _video
 
 

@@ -13,9 +13,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from talkhead.config import SAMPLE_RATE
 from talkhead.errors import InputError
 
-SAMPLE_RATE = 16_000
 FRAME_S = 0.01  # PocketSphinx frames: 10 ms
 _lock = threading.Lock()
 

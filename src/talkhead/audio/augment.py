@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SAMPLE_RATE = 16_000
+from talkhead.config import SAMPLE_RATE
 
 
 def telephone(wav: np.ndarray, rng: np.random.Generator) -> np.ndarray:

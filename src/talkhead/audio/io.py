@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from talkhead.config import SAMPLE_RATE
 from talkhead.errors import InputError
 from talkhead.util import atomic_path
-
-SAMPLE_RATE = 16_000
 
 
 def load_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:

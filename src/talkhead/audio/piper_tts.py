@@ -118,9 +118,9 @@ def _load(name: str) -> _Loaded:
 
     info = PIPER_VOICES[name]
     try:
+        import onnx  # noqa: F401  (the model is cut into parts with it; the durations are one of the cuts)
         from piper import PiperVoice
         from piper.config import PiperConfig
-        import onnx  # noqa: F401  (the model is cut into parts with it; the durations are one of the cuts)
     except ImportError as e:
         raise InputError(f"voice {name!r} needs piper-tts with its alignment extra: "
                          f"pip install 'piper-tts[alignment]' ({e.name} is missing)") from None

@@ -11,10 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from talkhead.audio import espeak
-from talkhead.config import DEFAULT_VOICE
+from talkhead.config import DEFAULT_VOICE, SAMPLE_RATE
 from talkhead.errors import InputError
 
-SAMPLE_RATE = 16_000
 SILENCE = "_"
 
 

@@ -28,6 +28,7 @@ from talkhead.avatar.data import (
 )
 from talkhead.avatar.mouths import MOUTH
 from talkhead.checkpoint import NotACheckpoint, described, load_checkpoint, save_checkpoint
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.face.paste import colour_ring, decode_window
 from talkhead.latent.engine import LatentEngine, engine_from, engine_tensors
@@ -125,7 +126,7 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     is over ``base_side`` are made smaller (``scaled_base``)."""
     from talkhead.face.track import cut_frames
 
-    ci, a, b = steadiest(data.clips, int(round(base_seconds * 25)))
+    ci, a, b = steadiest(data.clips, int(round(base_seconds * FPS)))
     clip = data.clips[ci]
     # Read again, each frame made as small as it will be drawn as it goes by: 6 s of 4K would be 1.8 GB whole.
     affine = clip["affine"][a:b]
@@ -244,11 +245,11 @@ def describe_avatar(path: str | Path) -> dict:
         n = len(a.bank["motion"])
         size = a.bank["latent"].numel() * 2 + a.bank["motion"].nbytes + (a.bank["detail"][0].nbytes
                                                                          if "detail" in a.bank else 0)
-        bank = {"frames": n, "seconds": round(n / 25, 1), "stretches": int(a.bank["ends"].sum()),
+        bank = {"frames": n, "seconds": round(n / FPS, 1), "stretches": int(a.bank["ends"].sum()),
                 "mb": round(size / 1e6, 1)}
     return {"file": path.name, "file_mb": round(path.stat().st_size / 1e6, 1), "format": a.meta["version"],
             "crop_px": a.side, "engine": train.get("engine"), "steps": list(a.engine.timesteps),
-            "base": {"frames": len(a.base), "seconds": round(len(a.base) / 25, 1),
+            "base": {"frames": len(a.base), "seconds": round(len(a.base) / FPS, 1),
                      "size": [int(a.base.shape[2]), int(a.base.shape[1])], "video": a.meta["base"]["video"],
                      "video_frames": a.meta["base"]["frames"]},
             "bank": bank, "videos": train.get("report", {}),

@@ -27,10 +27,11 @@ import numpy as np
 import torch
 
 from talkhead.avatar.data import AvatarDataConfig, extract
-from talkhead.face.paste import paste_lower_face, pingpong
 from talkhead.avatar.file import Avatar, load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.avatar.train import AvatarTrainConfig, train_avatar
+from talkhead.config import FPS
+from talkhead.face.paste import paste_lower_face, pingpong
 from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
 
@@ -88,7 +89,7 @@ def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
 
     a, b = work / f"{src.stem}-first.mp4", work / f"{src.stem}-rest.mp4"
     if not (a.exists() and b.exists()):
-        k = int(at_s * 25)
+        k = int(at_s * FPS)
         write_mp4(a, itertools.islice(iter_frames(src, 25), k), None)  # streamed: neither part held whole
         write_mp4(b, itertools.islice(iter_frames(src, 25), k, None), None)
     return a, b

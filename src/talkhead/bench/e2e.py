@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import DEFAULT_VOICE
+from talkhead.config import DEFAULT_VOICE, FPS, HOP
 from talkhead.metrics import psnr_db
 from talkhead.util import atomic_write
 
@@ -31,7 +31,7 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
     t = {}
     t0 = time.perf_counter()
     speech = synthesize(TEXT, DEFAULT_VOICE)
-    wav = np.pad(speech.wav, (0, max(0, CLIP_FRAMES * 640 - len(speech.wav))))[: CLIP_FRAMES * 640]
+    wav = np.pad(speech.wav, (0, max(0, CLIP_FRAMES * HOP - len(speech.wav))))[: CLIP_FRAMES * HOP]
     speech = type(speech)(wav, speech.sample_rate, speech.phones)
     t["tts"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -72,7 +72,7 @@ def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = 512, device
         full = frames if full is None else full
         total = sum(med.values())
         rows.append({"cadence_stride": stride, "total_s": round(total, 4),
-                     "realtime_factor": round(CLIP_FRAMES / 25 / total, 2),
+                     "realtime_factor": round(CLIP_FRAMES / FPS / total, 2),
                      **{f"{k}_s": round(v, 4) for k, v in med.items()},
                      **{f"{k}_share": round(v / total, 3) for k, v in med.items()},
                      "psnr_vs_stride1_db": round(_psnr(frames, full), 2)})
@@ -92,7 +92,7 @@ def _plot(rows: list[dict], path: Path) -> None:
         vals = np.array([r[f"{stage}_s"] for r in rows])
         ax.barh([f"stride {r['cadence_stride']}" for r in rows], vals, left=left, label=stage)
         left += vals
-    ax.axvline(CLIP_FRAMES / 25, color="k", ls="--", lw=1, label="real time (6.6 s)")
+    ax.axvline(CLIP_FRAMES / FPS, color="k", ls="--", lw=1, label="real time (6.6 s)")
     ax.set_xlabel("seconds for a 6.6 s clip, 512x512")
     ax.legend(fontsize=8)
     fig.tight_layout()

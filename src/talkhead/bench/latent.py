@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from talkhead.face.identity import identity_distance, lip_gap
 from talkhead.latent.data import load_faces
 from talkhead.latent.engine import LatentEngine, load_engine
-from talkhead.face.identity import identity_distance, lip_gap
 from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
 

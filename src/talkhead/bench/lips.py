@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import HOP
 from talkhead.errors import InputError
 from talkhead.motion.data.talking import clip_arrays, lagged_r, loudness, motion_gap
 from talkhead.util import atomic_write
@@ -85,7 +86,7 @@ def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
         return motion_from_audio(model, wav, MotionConfig(seed=seed))
     from talkhead.serve.session import live_stream_args
 
-    return motion_from_audio(model, wav, MotionConfig(seed=seed), chunk=640, **live_stream_args(model))
+    return motion_from_audio(model, wav, MotionConfig(seed=seed), chunk=HOP, **live_stream_args(model))
 
 
 def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from talkhead.audio.tts import synthesize
+from talkhead.config import HOP
 from talkhead.metrics import cosine, error_shares, jitter, lipsync_r
 from talkhead.motion.model import MotionModel, load
 from talkhead.motion.net import compile_network
@@ -55,7 +56,7 @@ class BenchConfig:
 def fixed_clip() -> np.ndarray:
     """The benchmark's 6.6 s of held-out-voice speech, padded or cut to exactly 165 frames: [105600]."""
     wav = synthesize(CLIP_TEXT, CLIP_VOICE).wav
-    n = CLIP_FRAMES * 640
+    n = CLIP_FRAMES * HOP
     return np.pad(wav, (0, max(0, n - len(wav))))[:n]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import DEFAULT_VOICE
+from talkhead.config import DEFAULT_VOICE, HOP
 from talkhead.util import atomic_write
 
 
@@ -28,7 +28,7 @@ def _clip(path: Path) -> Path:
     from talkhead.bench.e2e import CLIP_FRAMES, TEXT
 
     wav = synthesize(TEXT, DEFAULT_VOICE).wav
-    write_wav(path, np.pad(wav, (0, max(0, CLIP_FRAMES * 640 - len(wav))))[: CLIP_FRAMES * 640], 16_000)
+    write_wav(path, np.pad(wav, (0, max(0, CLIP_FRAMES * HOP - len(wav))))[: CLIP_FRAMES * HOP], 16_000)
     return path
 
 

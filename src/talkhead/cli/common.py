@@ -58,8 +58,9 @@ def add_config_flags(p: argparse.ArgumentParser, cls: type, skip: tuple[str, ...
         kind, meta = hints[f.name], f.metadata
         extra = {k: meta[k] for k in ("metavar", "choices") if k in meta}
         help_text = meta.get("help", "")
-        if kind is bool:
-            p.add_argument(_flag(f), dest=f.name, action="store_true", help=help_text)
+        if kind is bool:  # a default of True is turned off by --no-FLAG
+            action = argparse.BooleanOptionalAction if f.default else "store_true"
+            p.add_argument(_flag(f), dest=f.name, action=action, default=f.default, help=help_text)
             continue
         union = typing.get_origin(kind) in (typing.Union, types.UnionType)
         base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if union else kind  # X | None -> X

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from talkhead.cli.common import add_device, check_device
-from talkhead.config import DEFAULT_VOICE, parse_size
+from talkhead.config import DEFAULT_VOICE, FPS, parse_size
 
 
 def size_arg(text: str) -> tuple[int, int]:
@@ -58,7 +58,7 @@ def _cmd_decode(args: argparse.Namespace) -> None:
 
     check_output(args.out)
     n = decode_video(LatentVideo.load(args.latents), args.out, args.engine, progress=not args.quiet)
-    print(f"wrote {args.out}: {n} frames, {n / 25:.2f} s")
+    print(f"wrote {args.out}: {n} frames, {n / FPS:.2f} s")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

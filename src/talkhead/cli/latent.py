@@ -5,43 +5,45 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from talkhead.cli.common import numbers, set_threads
+from talkhead.cli.common import add_config_flags, config_from_args, set_threads
 from talkhead.errors import InputError
 
 
 def _cmd_vae(args: argparse.Namespace) -> None:
-    from talkhead.latent.train_vae import train_vae
+    from talkhead.latent.train_vae import VAETrainConfig, train_vae
     from talkhead.latent.vae import VAEConfig
 
     set_threads(args.threads)
-    if args.steps < 1 or args.batch < 1:
+    cfg, tc = config_from_args(VAEConfig, args), config_from_args(VAETrainConfig, args)
+    if tc.steps < 1 or tc.batch < 1:
         raise InputError("--steps and --batch must be at least 1")
-    cfg = VAEConfig(size=args.size, **({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}))
     if any(w < 8 or w % 8 for w in cfg.widths):
         raise InputError("--widths are multiples of 8 (its group norm has 8 groups)")
-    r = train_vae(args.faces, args.out, cfg, args.steps, args.batch, args.lr, args.seed, args.resume, not args.quiet)
+    r = train_vae(args.faces, args.out, cfg, tc.steps, tc.batch, tc.lr, tc.seed, args.resume, not args.quiet)
     held = "none held out" if r["psnr_heldout_db"] is None else f"{r['psnr_heldout_db']} dB on held-out identities"
     print(f"wrote {args.out}/vae.safetensors: reconstruction PSNR {r['psnr_train_db']} dB on training identities, {held}")
 
 
-def _train_config(args: argparse.Namespace):
+def _train_config(args: argparse.Namespace, distill: bool = False):
+    """LatentTrainConfig from the flags; a distillation's --steps and --lr are the student's."""
     from talkhead.latent.train import LatentTrainConfig
 
-    if min(args.steps, args.batch) < 1 or args.lr <= 0:
+    if distill:
+        cfg = config_from_args(LatentTrainConfig, args, distill_steps=args.steps, distill_lr=args.lr)
+    else:
+        cfg = config_from_args(LatentTrainConfig, args)
+    if min(args.steps, cfg.batch) < 1 or args.lr <= 0:
         raise InputError("--steps and --batch must be at least 1 and --lr positive")
-    return LatentTrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed,
-                             distill_steps=args.steps, distill_lr=args.lr)
+    return cfg
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
+    from talkhead.face.framing import CHANNELS
     from talkhead.latent.net import LatentConfig
     from talkhead.latent.train import train_teacher
 
     set_threads(args.threads)
-    from talkhead.face.framing import CHANNELS
-
-    net = LatentConfig(**({"widths": numbers(args.widths, "--widths", int)} if args.widths else {}),
-                       geometry=CHANNELS if args.geometry else 0)
+    net = config_from_args(LatentConfig, args, geometry=CHANNELS if args.geometry else 0)
     if len(net.widths) != 3 or any(w < 8 or w % 8 for w in net.widths):
         raise InputError("--widths are three multiples of 8, e.g. 48,96,128")
     r = train_teacher(args.vae, args.faces, args.out, _train_config(args), net, args.resume, not args.quiet)
@@ -52,7 +54,8 @@ def _cmd_distill(args: argparse.Namespace) -> None:
     from talkhead.latent.train import distill_student
 
     set_threads(args.threads)
-    r = distill_student(args.teacher, args.faces, args.out, args.to, _train_config(args), args.resume, not args.quiet)
+    r = distill_student(args.teacher, args.faces, args.out, args.to, _train_config(args, distill=True), args.resume,
+                        not args.quiet)
     print(f"wrote {args.out}/student-{args.to}.safetensors after {r['steps']} steps{_loss(r)}")
 
 
@@ -82,47 +85,43 @@ def _cmd_ship(args: argparse.Namespace) -> None:
     print(f"wrote {target} (fp16, {target.stat().st_size / 1e6:.1f} MB)")
 
 
-def _common(p: argparse.ArgumentParser, steps: int, lr: float) -> None:
-    p.add_argument("--faces", required=True, help="face crops folder (talkhead data faces)")
-    p.add_argument("--out", required=True, help="run folder")
-    p.add_argument("--steps", type=int, default=steps)
-    p.add_argument("--batch", type=int, default=32, help="frame pairs per step")
-    p.add_argument("--lr", type=float, default=lr)
-    p.add_argument("--seed", type=int, default=0)
+def _run_flags(p: argparse.ArgumentParser, faces_help: str = "face crops folder (talkhead data faces)",
+               out_help: str = "run folder") -> None:
+    p.add_argument("--faces", required=True, help=faces_help)
+    p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
     p.add_argument("--quiet", action="store_true")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from talkhead.latent.net import LatentConfig
     from talkhead.latent.train import LatentTrainConfig
+    from talkhead.latent.train_vae import VAETrainConfig
+    from talkhead.latent.vae import VAEConfig
 
     d = LatentTrainConfig()
     lat = sub.add_parser("latent", help="the latent face engine: train its VAE, teacher and students; export ONNX")
     lsub = lat.add_subparsers(dest="latent_command", required=True)
     v = lsub.add_parser("vae", help="train the face VAE on crops from `talkhead data faces`")
-    v.add_argument("--faces", required=True, help="face crops folder (talkhead data faces)")
-    v.add_argument("--out", required=True, help="run folder: vae.safetensors, state.pt, report.json")
-    v.add_argument("--size", type=int, default=128, help="crop side the crops were made at")
-    v.add_argument("--widths", help="channels of each stride-2 stage, e.g. 32,64,96 (default: VAEConfig's)")
-    v.add_argument("--steps", type=int, default=2000)
-    v.add_argument("--batch", type=int, default=16)
-    v.add_argument("--lr", type=float, default=2e-3)
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    v.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
-    v.add_argument("--quiet", action="store_true")
+    _run_flags(v, out_help="run folder: vae.safetensors, state.pt, report.json")
+    add_config_flags(v, VAEConfig)
+    add_config_flags(v, VAETrainConfig)
     v.set_defaults(func=_cmd_vae)
     t = lsub.add_parser("train", help="train the noise-predicting latent teacher (T = 1000) on a VAE's latents")
     t.add_argument("--vae", required=True, help="vae.safetensors (talkhead latent vae)")
-    t.add_argument("--widths", help="U-Net channels at 16, 8 and 4 px, e.g. 48,96,128 (default: LatentConfig's)")
     t.add_argument("--geometry", action="store_true", help="also condition on the frame's mouth drawn from the rig")
-    _common(t, d.steps, d.lr)
+    add_config_flags(t, LatentConfig, skip=("geometry", "context"))  # context: an avatar's (avatar train)
+    add_config_flags(t, LatentTrainConfig, skip=("distill_steps", "distill_lr"))
+    _run_flags(t)
     t.set_defaults(func=_cmd_train)
     s = lsub.add_parser("distill", help="distil a few-step student from the teacher's 50-step DDIM")
     s.add_argument("--teacher", required=True, help="teacher.safetensors (talkhead latent train)")
     s.add_argument("--to", type=int, required=True, help="the student's steps: 1, 2, 4, ...")
-    _common(s, d.distill_steps, d.distill_lr)
+    s.add_argument("--steps", type=int, default=d.distill_steps, help=f"student steps (default {d.distill_steps})")
+    s.add_argument("--lr", type=float, default=d.distill_lr, help=f"student learning rate (default {d.distill_lr})")
+    add_config_flags(s, LatentTrainConfig, skip=("steps", "lr", "distill_steps", "distill_lr"))
+    _run_flags(s)
     s.set_defaults(func=_cmd_distill)
     e = lsub.add_parser("export", help="export an engine's denoiser (one step) and decoder to ONNX")
     e.add_argument("engine", help="a shipped engine name or a checkpoint")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from talkhead.cli.common import add_video_limit
 from talkhead.cli.generate import add_speech_args
+from talkhead.config import FPS
 from talkhead.errors import InputError
 
 
@@ -33,7 +34,7 @@ def _cmd_motion(args: argparse.Namespace) -> None:
                        guidance=args.guidance, driver=driver)
     motion = motion_from_speech(speech, cfg)
     save_motion(out, motion)
-    print(f"wrote {out}: {len(motion)} frames at 25 fps ({len(motion) / 25:.2f} s)")
+    print(f"wrote {out}: {len(motion)} frames at {FPS} fps ({len(motion) / FPS:.2f} s)")
 
 
 def _motion_from_video(args: argparse.Namespace, out: Path) -> None:
@@ -53,7 +54,7 @@ def _motion_from_video(args: argparse.Namespace, out: Path) -> None:
                   say=lambda msg: print(f"talkhead: {msg}", file=sys.stderr))
     save_motion(out, got["motion"])
     n, lost = len(got["motion"]), sum(b - a + 1 for a, b in got["lost"])
-    print(f"wrote {out}: {n} frames at 25 fps ({n / 25:.2f} s), fitted to the face in {n - lost} "
+    print(f"wrote {out}: {n} frames at {FPS} fps ({n / FPS:.2f} s), fitted to the face in {n - lost} "
           f"(lost in {lost})")
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from talkhead.cli.common import add_device, check_device
 from talkhead.cli.generate import size_arg
+from talkhead.config import FPS
 from talkhead.errors import InputError
 
 MAX_SIDE = 4096  # as --size allows
@@ -55,7 +56,7 @@ def render_motion(cfg: RenderConfig, out: str, progress: bool = False) -> dict:
     bar = tqdm(total=len(motion), unit="frame", desc="render", disable=not progress)
     write_mp4(out, prefetch(renderer.frames(motion)), audio, SAMPLE_RATE, progress=lambda n: bar.update(1))
     bar.close()
-    return {"frames": len(motion), "size": renderer.size, "seconds": len(motion) / 25,
+    return {"frames": len(motion), "size": renderer.size, "seconds": len(motion) / FPS,
             "audio_seconds": None if audio is None else len(audio) / SAMPLE_RATE}
 
 

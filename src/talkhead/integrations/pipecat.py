@@ -40,11 +40,10 @@ except ModuleNotFoundError as e:  # an optional extra: say how to get it
     raise ModuleNotFoundError(f"{e}: talkhead's Pipecat service needs pip install 'talkhead[pipecat]'") from e
 
 from talkhead.audio.tts import Resampler
-from talkhead.config import FPS, LIVE_MODEL
+from talkhead.config import FPS, LIVE_MODEL, SAMPLE_RATE  # SAMPLE_RATE: the face's audio, in and out
 from talkhead.integrations._remote import RemoteSession, stream_url
 from talkhead.serve.session import LiveSession, Out
 
-SAMPLE_RATE = 16_000  # what the face is drawn from, and the rate of the audio it sends on
 UTTERANCE_KEY = "talkhead_utterance"  # image frames' metadata: the utterance number, None for idle
 REPEAT_KEY = "talkhead_repeat"  # image frames' metadata: True for the last image again (none drawn in time)
 _SILENT_S = 1.0  # an open utterance with no TTS audio for this long is closed (a TTS that never stops)

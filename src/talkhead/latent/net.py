@@ -15,7 +15,7 @@ frames through the motion model, which is where lip sync is learned.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -28,15 +28,16 @@ MOTION_DIM = 58
 class LatentConfig:
     """Network width and the diffusion settings it is trained with."""
 
-    latent: int = 4
-    widths: tuple[int, int, int] = (48, 96, 128)  # 16 x 16, 8 x 8, 4 x 4
-    emb: int = 128
-    prediction: str = "eps"  # as TempoSyncDiff: a noise-prediction teacher
-    timesteps: int = 1000
+    latent: int = field(default=4, metadata={"help": "latent channels, as the VAE's"})
+    widths: tuple[int, int, int] = field(default=(48, 96, 128), metadata={"help": "U-Net channels at 16, 8 and 4 px, e.g. 48,96,128"})
+    emb: int = field(default=128, metadata={"help": "timestep and motion embedding width"})
+    prediction: str = field(default="eps", metadata={"help": "what the network predicts: eps (as TempoSyncDiff) or x0",
+                                                      "choices": ("eps", "x0")})
+    timesteps: int = field(default=1000, metadata={"help": "diffusion steps T"})
     # Diffuse the frame's change from the reference latent, not the latent itself: what stays
     # still (most of the face) is the reference exactly, so the identity is kept by construction
     # and the network only learns what motion changes, which a few identities can teach.
-    residual: bool = True
+    residual: bool = field(default=True, metadata={"help": "diffuse the change from the reference latent"})
     # > 0: also condition on the frame's mouth drawn at latent size (face.framing): where
     # this face's mouth is and how far it opens, which 4 training people cannot teach by example.
     geometry: int = 0

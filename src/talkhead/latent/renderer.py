@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.latent.engine import LatentEngine, load_engine
 from talkhead.latent.net import slerp
@@ -190,7 +191,7 @@ def _check_heads(heads: dict) -> None:
             raise ValueError(f"{name} is {dtype} {list(shape)}")
     t, ch, h, w = heads["latents"][0]
     bh, bw, c = heads["background"][0]
-    if not (t <= MAX_SECONDS * 25 and ch <= 64 and max(h, w) <= 256 and max(bh, bw) <= 8192 and c == 3
+    if not (t <= MAX_SECONDS * FPS and ch <= 64 and max(h, w) <= 256 and max(bh, bw) <= 8192 and c == 3
             and heads["box"][0] == (4,) and heads["audio"][0][0] <= MAX_SECONDS * 16_000
             and heads["engine"][1].itemsize <= 4096):
         raise ValueError("its arrays are larger than a video's")

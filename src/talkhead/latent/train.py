@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,13 +36,13 @@ from talkhead.util import atomic_write
 class LatentTrainConfig:
     """Teacher and student optimisation; the weights of the temporal and pixel terms."""
 
-    steps: int = 4000
-    batch: int = 32  # frame pairs
-    lr: float = 1e-3
-    temporal: float = 1.0  # weight of the adjacent-frame difference error
-    pixel: float = 0.5  # weight of the decoded-pixel L1 on nearly clean steps
-    pixel_below: int = 300  # timesteps where the x0 estimate is sharp enough to decode
-    pixel_batch: int = 8
+    steps: int = field(default=4000, metadata={"help": "teacher training steps"})
+    batch: int = field(default=32, metadata={"help": "frame pairs per step"})
+    lr: float = field(default=0.001, metadata={"help": "teacher learning rate"})
+    temporal: float = field(default=1.0, metadata={"help": "weight of the adjacent-frame difference error"})
+    pixel: float = field(default=0.5, metadata={"help": "weight of the decoded-pixel L1 on nearly clean steps"})
+    pixel_below: int = field(default=300, metadata={"help": "timesteps below which the pixel term applies"})
+    pixel_batch: int = field(default=8, metadata={"help": "frames decoded per step for the pixel term"})
     seed: int = 0
     distill_steps: int = 800
     distill_lr: float = 3e-4

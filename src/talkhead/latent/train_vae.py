@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -151,8 +151,22 @@ def _frames(faces: str | Path, split: str, size: int) -> np.ndarray:
     return frames
 
 
-def train_vae(faces: str | Path, out: str | Path, cfg: VAEConfig = VAEConfig(), steps: int = 2000, batch: int = 16,
-              lr: float = 2e-3, seed: int = 0, resume: bool = False, progress: bool = True) -> dict:
+@dataclass(frozen=True)
+class VAETrainConfig:
+    """The VAE's optimisation (its network and loss weights: ``VAEConfig``)."""
+
+    steps: int = 2000
+    batch: int = 16
+    lr: float = 2e-3
+    seed: int = 0
+
+
+_VT = VAETrainConfig()
+
+
+def train_vae(faces: str | Path, out: str | Path, cfg: VAEConfig = VAEConfig(), steps: int = _VT.steps,
+              batch: int = _VT.batch, lr: float = _VT.lr, seed: int = _VT.seed, resume: bool = False,
+              progress: bool = True) -> dict:
     """Train on the crops' training identities; returns PSNR on train and held-out identities."""
     from talkhead.train.loop import FitConfig, fit
 

@@ -7,7 +7,7 @@ metadata.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,18 +22,18 @@ from talkhead.errors import InputError
 class VAEConfig:
     """Network size and loss weights."""
 
-    size: int = 128
-    widths: tuple[int, ...] = (32, 64, 96)  # one stride-2 stage each: 128 -> 16
-    latent: int = 4
-    kl: float = 1e-5
-    gradient: float = 1.0
+    size: int = field(default=128, metadata={"help": "crop side the crops were made at, px"})
+    widths: tuple[int, ...] = field(default=(32, 64, 96), metadata={"help": "channels of each stride-2 stage, e.g. 32,64,96 (multiples of 8)"})
+    latent: int = field(default=4, metadata={"help": "latent channels"})
+    kl: float = field(default=1e-05, metadata={"help": "weight of the KL term"})
+    gradient: float = field(default=1.0, metadata={"help": "weight of the L1 on image gradients"})
     # The decoder's last 2x is a pixel shuffle from the previous stage: no convolution at full size,
     # which makes decoding 2.3x faster on a CPU (20 -> 8.6 ms per 128 px frame on one core).
-    shuffle: bool = True
+    shuffle: bool = field(default=True, metadata={"help": "decode the last 2x by a pixel shuffle"})
     # Photometric and mirror augmentation of the training crops: with a handful of identities the
     # VAE otherwise learns their colours and lighting and fails on a new face (17.0 dB held out
     # without it, in recipes/latent.sh's first run).
-    augment: bool = True
+    augment: bool = field(default=True, metadata={"help": "photometric and mirror augmentation of the crops"})
 
 
 def _block(cin: int, cout: int) -> nn.Sequential:

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from talkhead.config import DEFAULT_VOICE, FPS
+from talkhead.config import DEFAULT_VOICE, FPS, HOP
 from talkhead.motion.stream import MotionConfig, Ramp
 from talkhead.pipeline import stream
 from talkhead.rig.spec import SPEC
 
-HOP = 16_000 // FPS  # audio samples per frame
 _log = logging.getLogger(__name__)
 _LEAD = 3  # frames drawn ahead of the clock
 

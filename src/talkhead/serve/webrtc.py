@@ -27,9 +27,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from talkhead.config import FPS
+from talkhead.config import FPS, HOP
 from talkhead.errors import InputError
-from talkhead.serve.session import HOP
 
 _log = logging.getLogger(__name__)
 _SLICE = HOP // 2  # 20 ms of 16 kHz audio: Opus's usual packet, two per video frame

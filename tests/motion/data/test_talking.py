@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from talkhead.cli import main
+from talkhead.config import HOP
 from talkhead.metrics import pearson
-from talkhead.motion.data.talking import HOP, clip_arrays, gap_of_points, lagged_r, shift_audio
+from talkhead.motion.data.talking import clip_arrays, gap_of_points, lagged_r, shift_audio
 from talkhead.rig.spec import SPEC
 
 

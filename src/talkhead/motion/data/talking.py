@@ -31,10 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import FPS, HOP
 from talkhead.errors import InputError
 from talkhead.util import atomic_write, clear_stale_parts, file_sha256
-
-FPS, HOP = 25, 640  # frames per second; 16 kHz samples per frame
 
 
 @dataclass(frozen=True)

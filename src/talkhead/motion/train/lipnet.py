@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from talkhead.audio.features import FeatureConfig
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.motion.lipnet import LipHead, LipNet, LipNetConfig, drawn_gap
 from talkhead.train.loop import FitConfig, fit
@@ -215,7 +216,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
                               ahead=cfg.ahead))
     people = sorted({r["person"] for r in data.rows})
     meta = {"train": {"corpus": str(corpus), "synthetic": str(synthetic) if synthetic else None, "people": people, "clips": [r["file"] for r in data.rows],
-                      "minutes": round(sum(len(g) for g in data.gap) / 25 / 60, 2), "config": asdict(cfg)}}
+                      "minutes": round(sum(len(g) for g in data.gap) / FPS / 60, 2), "config": asdict(cfg)}}
     t0 = time.time()
 
     def on_checkpoint(step: int, loss: float, avg: nn.Module) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.motion.data.windows import Clips, WindowSampler, load_clips
 from talkhead.motion.model import MotionModel, load
@@ -205,7 +206,7 @@ def finetune_lips(init: str | Path, real: str | Path, out: str | Path, cfg: Lips
     objective = LipsObjective(base, real_w, syn_w, cfg, rigs)
     people = sorted({r["person"] for r in clips.rows})
     meta = {"lips": {"init": str(init), "people": people, "clips": [r["file"] for r in clips.rows],
-                     "minutes": round(sum(len(m) for m in clips.motion) / 25 / 60, 2), "config": asdict(cfg),
+                     "minutes": round(sum(len(m) for m in clips.motion) / FPS / 60, 2), "config": asdict(cfg),
                      "synthetic": str(synthetic) if synthetic else None}}
     t0 = time.time()
 

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from talkhead.audio.features import FeatureConfig, FeatureStream, silence_row
+from talkhead.config import FPS, HOP
 from talkhead.diffusion.samplers import sample_ddim
 from talkhead.motion.model import MotionModel
 
@@ -49,8 +50,8 @@ class LiveConfig:
 
 def live_rows(wav: np.ndarray, features: FeatureConfig, cfg: LiveConfig, lead: int) -> Tensor:
     """The raw feature rows a live session computes for ``wav`` after ``lead`` frames of silence, [T, A]."""
-    fs = FeatureStream(features, cfg.block / 25, cfg.left / 25, cfg.right / 25)
-    x = np.concatenate([np.zeros(lead * 640, np.float32), np.asarray(wav, np.float32)])
+    fs = FeatureStream(features, cfg.block / FPS, cfg.left / FPS, cfg.right / FPS)
+    x = np.concatenate([np.zeros(lead * HOP, np.float32), np.asarray(wav, np.float32)])
     return torch.cat([fs.push(x), fs.flush()])[lead:]
 
 
