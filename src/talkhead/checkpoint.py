@@ -69,10 +69,14 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
         raise NotACheckpoint(f"{path} is not a talkhead checkpoint (its metadata is not JSON)") from None
     if meta.get("format") != FORMAT:
         raise NotACheckpoint(f"{path} is not a talkhead motion checkpoint")
-    bad = next((k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
-    if bad is not None:
+    tensors = {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
+    # A tensor's sum in float64 is finite exactly when all its values are (float32 values cannot overflow it, and
+    # NaN and infinities carry through): 3 ms for a model where isfinite over every value took 70-110 ms.
+    sums = [v.sum(dtype=torch.float64) for v in tensors.values() if v.is_floating_point()]
+    if sums and not torch.isfinite(torch.stack(sums)).all():
+        bad = next(k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all())
         raise InputError(f"{path}: tensor {bad[:64]!r} holds NaN or infinite values")
-    return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}, meta
+    return tensors, meta
 
 
 @contextmanager

@@ -1,0 +1,34 @@
+"""Checkpoint files: weights read back as written; a NaN or infinity anywhere is refused by the tensor's name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from talkhead.checkpoint import load_checkpoint, save_checkpoint
+from talkhead.errors import InputError
+
+
+def _weights() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return {f"layer{i}.weight": torch.randn(64, 64, generator=g) for i in range(5)} | {"steps": torch.arange(3)}
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float16])
+def test_weights_come_back_as_float32_and_huge_finite_values_are_accepted(tmp_path, dtype):
+    w = _weights()
+    w["layer0.weight"][0] = 3e38 if dtype is None else 6e4  # near the type's largest: finite, summing past it
+    save_checkpoint(tmp_path / "m.safetensors", w, {"kind": "test"}, dtype=dtype)
+    back, meta = load_checkpoint(tmp_path / "m.safetensors")
+    assert meta["kind"] == "test" and back["steps"].dtype == torch.int64
+    assert all(v.dtype == torch.float32 for k, v in back.items() if k != "steps")
+    torch.testing.assert_close(back["layer3.weight"], w["layer3.weight"].to(dtype or torch.float32).float())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinity_is_refused_naming_its_tensor(tmp_path, bad):
+    w = _weights()
+    w["layer3.weight"][5, 7] = bad
+    save_checkpoint(tmp_path / "m.safetensors", w, {"kind": "test"})
+    with pytest.raises(InputError, match="'layer3.weight' holds NaN or infinite values"):
+        load_checkpoint(tmp_path / "m.safetensors")
