@@ -46,10 +46,17 @@ def unwritable(tmp_path: Path):
         d.chmod(0o700)
 
 
-def test_console_script_points_at_main() -> None:
+def test_console_script_runs_main_and_exits_with_its_code(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from talkhead.cli import run
+
     (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "talkhead"]
-    assert ep.value == "talkhead.cli:main"
-    assert ep.load() is main
+    assert ep.value == "talkhead.cli:run" and ep.load() is run
+    bad = subprocess.run([sys.executable, "-m", "talkhead.cli", "generate", "--audio", str(tmp_path / "none.wav"), "-o",
+                          str(tmp_path / "x.mp4")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("talkhead: error:") and "none.wav" in bad.stderr
 
 
 def test_tts_writes_wav_and_phones(tmp_path: Path, capsys) -> None:
@@ -153,3 +160,15 @@ def test_data_synth_in_process(tmp_path: Path, capsys) -> None:
     # Same folder, other seed: refused in one line.
     assert main(["data", "synth", "--minutes", "0.1", "--out", str(out), "--seed", "1", "--quiet"]) == 2
     _one_line_error(capsys.readouterr().err)
+
+
+def test_each_command_is_built_from_its_own_family_alone():
+    """``talkhead CMD`` builds only CMD's family: the table must name every command, each in its family."""
+    from talkhead.cli import COMMANDS, build_parser
+
+    def commands(parser) -> set[str]:
+        return set(next(a for a in parser._actions if a.dest == "command").choices)
+
+    assert commands(build_parser()) == set(COMMANDS)
+    for cmd, family in COMMANDS.items():
+        assert commands(build_parser([cmd])) == {c for c, f in COMMANDS.items() if f == family}

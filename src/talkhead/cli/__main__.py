@@ -1,7 +1,5 @@
 """``python -m talkhead.cli``: the same as the ``talkhead`` command."""
 
-import sys
+from talkhead.cli import run
 
-from talkhead.cli import main
-
-sys.exit(main())
+run()

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.checkpoint import check_weights, dataclass_from, described, load_checkpoint
+from talkhead.checkpoint import dataclass_from, described, load_checkpoint, with_weights
 from talkhead.errors import InputError
 
 
@@ -116,7 +116,5 @@ def load_vae(path: str | Path) -> FaceVAE:
         raise InputError(f"{path} is not a face VAE checkpoint")
     with described(path, "face VAE"):
         cfg = dataclass_from(VAEConfig, meta["vae"])
-        check_weights(lambda: FaceVAE(cfg), tensors, str(path))
-        vae = FaceVAE(cfg)
-        vae.load_state_dict(tensors)
+        vae = with_weights(lambda: FaceVAE(cfg), tensors, str(path))
     return vae.eval()

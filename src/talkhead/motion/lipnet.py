@@ -25,12 +25,12 @@ from torch import Tensor, nn
 
 from talkhead.audio.features import FeatureConfig
 from talkhead.checkpoint import (
-    check_weights,
     dataclass_from,
     described,
     load_checkpoint,
     resolve_named,
     save_checkpoint,
+    with_weights,
 )
 from talkhead.config import MODELS_DIR
 from talkhead.rig.spec import SPEC
@@ -195,9 +195,7 @@ def load_head(name_or_path: str | Path) -> LipHead:
             raise ValueError("it is not a lip net")
         cfg = dataclass_from(LipNetConfig, meta["lipnet"])
         weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")}
-        check_weights(lambda: LipNet(cfg), weights, str(path))
-        net = LipNet(cfg)
-        net.load_state_dict(weights)
+        net = with_weights(lambda: LipNet(cfg), weights, str(path))
         feats = dataclass_from(FeatureConfig, meta["features"])
         mean, std = tensors["feat_mean"], tensors["feat_std"]
         if mean.shape != (cfg.dim,) or std.shape != (cfg.dim,) or not bool((std > 0).all()):

@@ -12,12 +12,12 @@ from torch import Tensor
 
 from talkhead.audio.features import FeatureConfig, extract, silence_row
 from talkhead.checkpoint import (
-    check_weights,
     dataclass_from,
     described,
     load_checkpoint,
     resolve_named,
     save_checkpoint,
+    with_weights,
 )
 from talkhead.config import MODELS_DIR
 from talkhead.diffusion.denoiser import Denoiser
@@ -290,9 +290,7 @@ def _load_model(name_or_path: str | Path) -> MotionModel:
     tensors, meta = load_checkpoint(path)
     with described(path, "motion model"):
         cfg = dataclass_from(DenoiserConfig, meta["denoiser"])
-        check_weights(lambda: make_network(cfg), tensors, str(path))  # nothing allocated for a crafted file
-        net = make_network(cfg)
-        net.load_state_dict(tensors)
+        net = with_weights(lambda: make_network(cfg), tensors, str(path))  # nothing allocated for a crafted file
         model = MotionModel(Denoiser(net, dataclass_from(NoiseSchedule, meta["schedule"])),
                             dataclass_from(FeatureConfig, meta["features"]), Normalizer.from_meta(meta["norm"]),
                             sampling=meta.get("sampling", {}),
