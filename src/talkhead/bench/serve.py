@@ -4,7 +4,8 @@ A real server (uvicorn, in this process's thread) and real WebSocket clients: ti
 first frame; from the first chunk of client audio (a real recording, sent at its own pace) to its first
 frame; frame intervals over a long session with speech every few seconds; the A/V offset (arrival of a
 frame's audio against its picture); interrupt to the last speech packet; and how many sessions that all
-speak at once keep 25 fps. Then the shipped page over WebRTC in headless Chromium (``bench.webrtc``):
+speak at once keep 25 fps; the same latencies and 2 sessions while ``POST /v1/videos`` jobs run beside them.
+Then the shipped page over WebRTC in headless Chromium (``bench.webrtc``):
 ``say`` to the first decoded speech frame, frame rate, A/V offset, interrupt to silence, 3 sessions at once
 (skipped, with the reason in the JSON, where Chromium or Playwright is missing).
 """
@@ -199,6 +200,37 @@ async def _concurrent(server: str, n: int, seconds: float, pcm: bytes | None = N
             "interval_ms_p95_max": round(max(r[1] for r in res), 2)}
 
 
+def videos_beside(server: str, pcms: list[bytes], seconds: float = 10.0) -> dict:
+    """The live figures again while ``POST /v1/videos`` jobs run back to back beside them (one poster: the server
+    draws one job at a time): ``say`` and client audio to their first frames, and 2 sessions speaking at once."""
+    import threading
+    import urllib.request
+
+    stop, took = threading.Event(), []
+
+    def post() -> None:
+        body = json.dumps({"text": SENTENCE}).encode()
+        while not stop.is_set():
+            t = time.perf_counter()
+            req = urllib.request.Request(f"http://{server}/v1/videos", body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=300) as r:
+                r.read()
+            took.append(time.perf_counter() - t)
+
+    poster = threading.Thread(target=post, daemon=True)
+    poster.start()
+    try:
+        time.sleep(1.0)  # the first job is drawing
+        say = asyncio.run(_say_latency(server, 5))
+        audio = asyncio.run(_audio_latency(server, pcms))
+        two = asyncio.run(_concurrent(server, 2, seconds))
+    finally:
+        stop.set()
+        poster.join()
+    return {"say_to_first_frame_ms": _ms(say), "first_audio_chunk_to_first_frame_ms": _ms(audio),
+            "two_sessions": two, "videos_made": len(took), "video_s_median": round(float(np.median(took)), 2)}
+
+
 def client_audio_lips(model_name: str, live_name: str | None) -> dict:
     """How the live client-audio path's lips compare with offline motion of the same recordings (jawOpen r),
     on the real recordings in tests/assets/speech, fed in 40 ms pieces after idle motion; and how many frames
@@ -256,6 +288,7 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
         concurrent_audio = [asyncio.run(_concurrent(_settled(server), n, 10.0, speech))
                             for n in range(1, max_sessions + 1)]
         webrtc = webrtc_rows(_settled(server), sessions=min(3, max_sessions))
+        beside = videos_beside(_settled(server), pcms)
     finally:
         srv.should_exit = True
     def held(rows: list[dict]) -> int:
@@ -270,11 +303,31 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
               "client_audio_lips": client_audio_lips(cfg.model, cfg.live_model),
               "long_session": {"seconds": seconds, **long}, "concurrent": concurrent,
               "sessions_at_25fps": held(concurrent), "concurrent_client_audio": concurrent_audio,
-              "client_audio_sessions_at_25fps": held(concurrent_audio), "webrtc": webrtc, "cpu_count": os.cpu_count(),
+              "client_audio_sessions_at_25fps": held(concurrent_audio), "webrtc": webrtc, "videos_beside": beside,
+              "cpu_count": os.cpu_count(),
               "load_before": load, "load_after": [round(v, 2) for v in os.getloadavg()]}
     atomic_write(out / "serve.json", json.dumps(result, indent=1).encode())
     _plot(result, out / "serve.png")
     return result
+
+
+def summary(r: dict) -> list[str]:
+    """``run_serve_bench``'s result in three lines: WebSocket, WebRTC, beside ``/v1/videos`` jobs."""
+    w, v, med = r["webrtc"], r["videos_beside"], lambda row: (row or {}).get("median")
+    rtc = (f"WebRTC rows skipped: {w['skipped']}" if "skipped" in w else
+           f"WebRTC in Chromium: say -> first decoded frame {med(w['say_to_first_decoded_frame_ms'])} ms; "
+           f"{w['fps_min']} fps; A/V offset p95 {med(w['av_offset_p95_ms'])} ms; interrupt -> silence "
+           f"{med(w['interrupt_to_silence_ms'])} ms; {w['sessions_at_once']} sessions at {w['together_fps_min']} fps")
+    return [f"say -> first frame {r['say_to_first_frame_ms']['median']} ms; client audio -> first frame "
+            f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms (20 ms chunks: "
+            f"{r['first_audio_chunk_to_first_frame_ms_20ms_chunks']['median']} ms); interrupt -> last speech "
+            f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
+            f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps "
+            f"({r['client_audio_sessions_at_25fps']} on client audio)", rtc,
+            f"beside /v1/videos jobs ({v['videos_made']} made, {v['video_s_median']} s each): say -> first frame "
+            f"{v['say_to_first_frame_ms']['median']} ms, client audio -> first frame "
+            f"{v['first_audio_chunk_to_first_frame_ms']['median']} ms, 2 sessions at "
+            f"{v['two_sessions']['new_fps_min']} fps (interval p95 {v['two_sessions']['interval_ms_p95_max']} ms)"]
 
 
 def webrtc_rows(server: str, cfg=None, sessions: int = 3) -> dict:

@@ -117,7 +117,7 @@ def _cmd_bench_startup(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench_serve(args: argparse.Namespace) -> None:
-    from talkhead.bench.serve import run_serve_bench
+    from talkhead.bench.serve import run_serve_bench, summary
 
     if args.ray:
         _cmd_bench_serve_ray(args)
@@ -126,21 +126,7 @@ def _cmd_bench_serve(args: argparse.Namespace) -> None:
     if args.seconds < 5 or not 1 <= args.sessions <= 16:
         raise InputError("--seconds must be at least 5 and --sessions 1..16")
     r = run_serve_bench(args.out, args.seconds, args.sessions, args.model, args.size)
-    print(f"say -> first frame {r['say_to_first_frame_ms']['median']} ms; client audio -> first frame "
-          f"{r['first_audio_chunk_to_first_frame_ms']['median']} ms (20 ms chunks: "
-          f"{r['first_audio_chunk_to_first_frame_ms_20ms_chunks']['median']} ms); interrupt -> last speech "
-          f"{r['interrupt_to_last_speech_ms']['max']} ms (worst); frame interval p95 "
-          f"{r['long_session']['interval_ms_p95']} ms; {r['sessions_at_25fps']} sessions at 25 fps "
-          f"({r['client_audio_sessions_at_25fps']} on client audio); "
-          f"wrote {Path(args.out) / 'serve.json'}")
-    w, med = r["webrtc"], lambda row: (row or {}).get("median")
-    if "skipped" in w:
-        print(f"WebRTC rows skipped: {w['skipped']}")
-    else:
-        print(f"WebRTC in Chromium: say -> first decoded frame {med(w['say_to_first_decoded_frame_ms'])} ms; "
-              f"{w['fps_min']} fps; A/V offset p95 {med(w['av_offset_p95_ms'])} ms; interrupt -> silence "
-              f"{med(w['interrupt_to_silence_ms'])} ms; {w['sessions_at_once']} sessions at "
-              f"{w['together_fps_min']} fps")
+    print("\n".join(summary(r)) + f"\nwrote {Path(args.out) / 'serve.json'}")
 
 
 def _cmd_bench_serve_ray(args: argparse.Namespace) -> None:
