@@ -76,3 +76,14 @@ def test_serve_flags_default_to_serve_config():
     # threads: the command owns its process and sets 1 (sessions are the parallelism); a ServeConfig inside
     # someone else's process leaves their torch threads alone (None).
     assert _check(_defaults(["serve"]), ServeConfig, skip=("threads",)) >= 5
+
+
+def test_data_flags_default_to_their_configs():
+    from talkhead.latent.data import FacesConfig
+    from talkhead.motion.data.corpus import VOICE_SETS, CorpusConfig
+
+    faces = _defaults(["data", "faces", "p.png", "--corpus", "c", "--out", "o"])
+    assert _check(faces, FacesConfig, skip=("heldout",)) == 3 and tuple(faces["heldout"]) == FacesConfig.heldout
+    synth = _defaults(["data", "synth", "--minutes", "1", "--out", "o"])
+    assert _check(synth, CorpusConfig, skip=("minutes", "voices")) == 1
+    assert VOICE_SETS[synth["voices"]] == CorpusConfig.voices  # --voices names a set; its default is the config's
