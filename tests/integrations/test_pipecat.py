@@ -25,7 +25,7 @@ from pipecat.observers.base_observer import BaseObserver, FramePushed  # noqa: E
 from pipecat.tests.utils import SleepFrame, run_test  # noqa: E402
 
 from talkhead.audio.io import load_audio  # noqa: E402
-from talkhead.integrations.pipecat import REPEAT_KEY, UTTERANCE_KEY, TalkheadVideoService  # noqa: E402
+from talkhead.integrations.pipecat import LEAD_KEY, REPEAT_KEY, UTTERANCE_KEY, TalkheadVideoService  # noqa: E402
 
 SPEECH = Path(__file__).parents[1] / "assets" / "speech" / "arctic_a0007.wav"
 SIZE = 96  # small: each test's drawing stays well inside a busy 2-core machine's time
@@ -134,6 +134,28 @@ def test_an_interruption_stops_speech_within_two_images_and_the_face_goes_idle()
     drawn = [i for i in idle if not i.metadata[REPEAT_KEY]]  # idle motion drawn anew, not the last image again
     assert len(drawn) >= 15, (len(drawn), len(idle))  # the face went back to idle at once, not after the speech
     assert not [f for f in after if isinstance(f, TTSStoppedFrame)]  # the interruption ends the dropped speech
+
+
+def test_synced_speech_leads_by_half_a_frame_so_40ms_chunks_end_mid_image():
+    wav = _speech_s(0.6)
+    down = _run(TalkheadVideoService(size=SIZE, sync_with_audio=True),
+                [*_tts_frames(wav), SleepFrame(sleep=0.5), *_tts_frames(wav)])
+    assert all(i.sync_with_audio for i in _images(down))
+    leads = [f for f in _audio(down) if f.metadata.get(LEAD_KEY)]
+    assert len(leads) == 2 and all(f.audio == bytes(640) for f in leads)  # 320 samples of silence an utterance
+    speech = [f for f in _audio(down) if not f.metadata.get(LEAD_KEY)]
+    assert all(a.num_frames == 640 for a in speech) and abs(sum(a.num_frames for a in speech) - 2 * len(wav)) <= 1280
+    # What a transport cutting 40 ms chunks from the last TTSStoppedFrame on has been given before each speech
+    # image: half a frame past a chunk's end, so the image is set 20 ms before its own sound starts.
+    given, before, images = 0, [], {id(i) for i in _speech_images(down)}
+    for f in down:
+        if isinstance(f, TTSStoppedFrame):
+            given = 0
+        elif isinstance(f, TTSAudioRawFrame):
+            given += f.num_frames
+        elif id(f) in images:
+            before.append(given % 640)
+    assert len(before) >= 28 and before.count(0) == 2 and set(before) == {0, 320}, before
 
 
 def test_idle_images_flow_with_no_audio():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import os
 import time
@@ -47,13 +48,37 @@ class _Log:
     audio_in: list[float] = field(default_factory=list)  # the first TTS audio frame of each utterance
     first_image: dict[int, float] = field(default_factory=dict)  # utterance -> its first image at the transport
     shown: dict[int, float] = field(default_factory=dict)  # image id -> first shown
-    speech: list[int] = field(default_factory=list)  # speech image ids in order: the k-th has the k-th audio
-    played: list[float] = field(default_factory=list)  # when each 40 ms of audio starts playing, in order
+    speech: list[int] = field(default_factory=list)  # speech image ids in order
+    sound_at: dict[int, int] = field(default_factory=dict)  # speech image id -> its sound's first sample in the stream
+    chunks: list[tuple[int, float]] = field(default_factory=list)  # (first sample, when it played) of each write
+    received: int = 0  # samples of the audio stream the transport was given (with its flushes' padding)
     new_images: list[float] = field(default_factory=list)  # arrival of each image drawn (not a repeat)
     last_speech: float = 0.0
     stopped: int = 0  # TTSStoppedFrames at the transport
     cut: bool = False  # the transport has seen an InterruptionFrame
     stale: int = 0  # speech images after it
+    waiting: int | None = None  # the speech image whose sound is the next speech audio
+
+    def note(self, frame, now: float, chunk: int) -> None:
+        """A frame reaching the output transport, whose audio buffer plays ``chunk`` samples at a time."""
+        from pipecat.frames.frames import InterruptionFrame, OutputAudioRawFrame, OutputImageRawFrame, TTSStoppedFrame
+
+        from talkhead.integrations.pipecat import LEAD_KEY, REPEAT_KEY, UTTERANCE_KEY
+
+        if isinstance(frame, OutputImageRawFrame):
+            self.new_images += [] if frame.metadata.get(REPEAT_KEY) else [now]
+            if (utterance := frame.metadata.get(UTTERANCE_KEY)) is not None:
+                self.first_image.setdefault(utterance, now)
+                self.speech.append(frame.id)
+                self.last_speech, self.stale, self.waiting = now, self.stale + self.cut, frame.id
+        if isinstance(frame, OutputAudioRawFrame):  # where each image's own sound is in the stream
+            if self.waiting is not None and not frame.metadata.get(LEAD_KEY):
+                self.sound_at[self.waiting], self.waiting = self.received, None
+            self.received += len(frame.audio) // 2
+        if isinstance(frame, TTSStoppedFrame):  # the transport pads its buffer to a whole chunk and plays it
+            self.received = -(-self.received // chunk) * chunk
+            self.stopped += 1
+        self.cut |= isinstance(frame, InterruptionFrame)
 
 
 def _tap(log: _Log):
@@ -77,36 +102,27 @@ def _tap(log: _Log):
 def _playout(log: _Log, size: int, live: bool):
     """Pipecat's output transport over a device that plays sound in real time; ``live``: its live video clock,
     else each image goes through the audio queue (the service's ``sync_with_audio``)."""
-    from pipecat.frames.frames import InterruptionFrame, OutputImageRawFrame, TTSStoppedFrame
     from pipecat.transports.base_output import BaseOutputTransport
     from pipecat.transports.base_transport import TransportParams
 
-    from talkhead.integrations.pipecat import REPEAT_KEY, UTTERANCE_KEY
-
     class Playout(BaseOutputTransport):
         free = 0.0  # when the device has played all it was given
+        written = 0  # samples written to the device
 
         async def start(self, frame) -> None:
             await super().start(frame)
             await self.set_transport_ready(frame)
 
         async def process_frame(self, frame, direction) -> None:
-            now = time.monotonic()
-            if isinstance(frame, OutputImageRawFrame):
-                log.new_images += [] if frame.metadata.get(REPEAT_KEY) else [now]
-                if (utterance := frame.metadata.get(UTTERANCE_KEY)) is not None:
-                    log.first_image.setdefault(utterance, now)
-                    log.speech.append(frame.id)
-                    log.last_speech, log.stale = now, log.stale + log.cut
-            log.stopped += isinstance(frame, TTSStoppedFrame)
-            log.cut |= isinstance(frame, InterruptionFrame)
+            log.note(frame, time.monotonic(), self.audio_chunk_size // 2)
             await super().process_frame(frame, direction)
 
         async def write_audio_frame(self, frame) -> bool:
-            # 40 ms chunks (audio_out_10ms_chunks=4 at 16 kHz), the service's own: one per speech image, in order.
+            # 40 ms chunks (audio_out_10ms_chunks=4 at 16 kHz, Pipecat's default).
             now = time.monotonic()
-            log.played.append(max(now, self.free))
-            self.free = log.played[-1] + len(frame.audio) / 2 / frame.sample_rate
+            log.chunks.append((self.written, max(now, self.free)))
+            self.written += len(frame.audio) // 2
+            self.free = log.chunks[-1][1] + len(frame.audio) / 2 / frame.sample_rate
             await asyncio.sleep(self.free - now)  # returns once played, as a sound card (or SmallWebRTC) does
             return True
 
@@ -209,9 +225,22 @@ def first_image_s(log: _Log) -> list[float]:
     return [log.first_image[k + 1] - t for k, t in enumerate(log.audio_in) if k + 1 in log.first_image]
 
 
+def sound_played(log: _Log) -> dict[int, float]:
+    """Speech image id -> when its own sound started to play (found in the chunk the device played it in)."""
+    starts = [c[0] for c in log.chunks]
+    out = {}
+    for image, at in log.sound_at.items():
+        k = bisect.bisect_right(starts, at) - 1
+        if k >= 0:
+            out[image] = log.chunks[k][1] + (at - starts[k]) / 16_000
+    return out
+
+
 def av_offsets_ms(log: _Log) -> dict:
     """Each speech image's audio starting to play minus the image shown (positive: the sound is late)."""
-    v = np.array([(p - log.shown[i]) * 1000 for i, p in zip(log.speech, log.played) if i in log.shown] or [np.nan])
+    played = sound_played(log)
+    v = np.array([(played[i] - log.shown[i]) * 1000 for i in log.speech if i in log.shown and i in played]
+                 or [np.nan])
     return {"p50": round(float(np.percentile(abs(v), 50)), 1), "p95": round(float(np.percentile(abs(v), 95)), 1),
             "max": round(float(abs(v).max()), 1), "signed_mean": round(float(v.mean()), 1),
             "n": int(np.isfinite(v).sum())}

@@ -16,9 +16,7 @@ through untouched. With ``server_url`` the frames come from a running ``talkhead
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -41,50 +39,18 @@ except ModuleNotFoundError as e:  # an optional extra: say how to get it
 
 from talkhead.audio.tts import Resampler
 from talkhead.config import FPS, LIVE_MODEL, SAMPLE_RATE  # SAMPLE_RATE: the face's audio, in and out
+from talkhead.integrations._local import face_renderer, shared_model
 from talkhead.integrations._remote import RemoteSession, stream_url
 from talkhead.serve.session import LiveSession, Out
 
 UTTERANCE_KEY = "talkhead_utterance"  # image frames' metadata: the utterance number, None for idle
 REPEAT_KEY = "talkhead_repeat"  # image frames' metadata: True for the last image again (none drawn in time)
+LEAD_KEY = "talkhead_lead"  # audio frames' metadata: True for the half frame of silence that leads synced speech
+_FRAME = SAMPLE_RATE // FPS  # samples of audio per image
 _SILENT_S = 1.0  # an open utterance with no TTS audio for this long is closed (a TTS that never stops)
 _HELD_STOP_S = 2.0  # a held TTSStoppedFrame goes on after this long on idle frames, whatever happened
 _END_GRACE_S = 2.0  # EndFrame waits for the speech given while its images come, till this long without one
 _CONNECT_S = 5.0  # a server that does not answer in this long: an ErrorFrame, and the pipeline goes on faceless
-
-
-_LOADING = threading.Lock()  # agents set up side by side load a model once, not once each
-
-
-def _model(name: str):
-    """A shipped model by name (or a checkpoint path), loaded and warmed once per process."""
-    with _LOADING:
-        return _load_model(name)
-
-
-@lru_cache(maxsize=4)
-def _load_model(name: str):
-    """Models are read once per process: several agents in one process share them (as ``talkhead serve``).
-    Each is run once on 1 s of quiet noise here: its first call (the speech encoder's load, the first
-    window) costs 0.3-0.5 s, which the first utterance would otherwise wait for."""
-    from talkhead.motion.model import load_model
-    from talkhead.motion.stream import MotionConfig, motion_from_audio
-
-    model = load_model(name)
-    quiet = np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32)
-    motion_from_audio(model, quiet, MotionConfig())
-    return model
-
-
-def _renderer(avatar: str | Path | None, size: int):
-    """A ``.avatar`` file (its own size), a photo drawn at ``size``, or the built-in photo."""
-    from talkhead.avatar.renderer import AvatarRenderer
-    from talkhead.face.detect import default_photo, load_image
-    from talkhead.render import make_renderer
-
-    if avatar is not None and Path(avatar).suffix == ".avatar":
-        return AvatarRenderer(avatar, seed=0, window=True)  # live: the mask's window only, as serve draws it
-    photo = default_photo() if avatar is None else load_image(avatar)
-    return make_renderer("warp", photo, size, "cpu", "astronaut" if avatar is None else Path(avatar).stem)
 
 
 def pcm_to_mono(data: bytes, channels: int) -> np.ndarray:
@@ -146,7 +112,9 @@ class TalkheadVideoService(FrameProcessor):
         ``server_url``: None renders in-process, ``http://HOST:PORT`` (``?token=T``) takes the frames of a
         running ``talkhead serve`` (its own models and size; ``avatar`` is uploaded to it); ``seed``: idle
         motion's seed; ``sync_with_audio``: set on every image, for a transport with
-        ``video_out_is_live=False`` (Pipecat 1.14 never draws synced images when live)."""
+        ``video_out_is_live=False`` (Pipecat 1.14 never draws synced images when live); speech then starts
+        with half a frame of silence, so that with the transport's default 40 ms audio chunks each image is
+        shown within 20 ms of its sound (``_lead``)."""
         if server_url is not None:
             stream_url(server_url)  # a malformed URL is refused now, not when the pipeline starts
         if avatar is not None and not Path(avatar).is_file():
@@ -167,13 +135,14 @@ class TalkheadVideoService(FrameProcessor):
         self._held: list[tuple[int, float, TTSStoppedFrame]] = []  # (utterance, when, frame)
         self._last_image: np.ndarray | None = None
         self._spoken = 0  # speech images sent
+        self._phase = 0  # samples sent since the transport last emptied its audio buffer, modulo a frame
         self._server_url, self._faceless = server_url, ""  # why there is no face (a server that did not answer)
 
     def _open_session(self) -> LiveSession:
         from talkhead.motion.stream import MotionConfig
 
-        model, live = (_model(n) for n in self._model_names)
-        return LiveSession(model, _renderer(self._avatar, self._size), MotionConfig(seed=self._seed),
+        model, live = (shared_model(n) for n in self._model_names)
+        return LiveSession(model, face_renderer(self._avatar, self._size), MotionConfig(seed=self._seed),
                            live_model=live)
 
     async def setup(self, setup: FrameProcessorSetup) -> None:
@@ -252,7 +221,7 @@ class TalkheadVideoService(FrameProcessor):
     async def _stopped(self, frame: TTSStoppedFrame) -> None:
         number = self._close_utterance()
         if number is None or number <= max(self._done, self._dropped) or self._pacer is None:
-            await self.push_frame(frame)  # no speech of its own still to show
+            await self._send_stop(frame)  # no speech of its own still to show
         else:
             self._held.append((number, time.monotonic(), frame))
 
@@ -260,7 +229,7 @@ class TalkheadVideoService(FrameProcessor):
         if self._session is None:
             return
         self._input = _AudioIn()  # the samples it holds back belong to the dropped speech
-        self._open, self._dropped = None, self._latest
+        self._open, self._dropped, self._phase = None, self._latest, 0  # the transport drops its buffer too
         self._session.interrupt()
         # Their speech is gone: downstream, the interruption itself ends it (as it does for any TTS).
         self._held.clear()
@@ -335,12 +304,30 @@ class TalkheadVideoService(FrameProcessor):
         self._last_image = out.image
         await self.push_frame(self._image_frame(out.image, out.utterance))
         if out.audio is not None:
+            await self._lead()
             await self.push_frame(TTSAudioRawFrame(out.audio.tobytes(), SAMPLE_RATE, 1))
+            self._phase = (self._phase + len(out.audio)) % _FRAME
             self._spoken += 1
         if out.last:
             self._done = max(self._done, out.utterance)
         await self._release_stops(out.utterance if out.last else None if out.utterance is None
                                   else out.utterance - 1)
+
+    async def _lead(self) -> None:
+        """Synced images: half a frame of silence where speech starts on a frame boundary. The output transport
+        cuts audio into 40 ms chunks (Pipecat's default) and sets a synced image once the chunks queued before it
+        have played; its video clock then shows it 0-40 ms later. Shifting the chunks by half a frame sets each
+        image 20 ms before its sound, so it is shown within 20 ms of it either way, not up to 40 ms late."""
+        if self._sync and self._phase == 0:
+            silence = TTSAudioRawFrame(bytes(_FRAME), SAMPLE_RATE, 1)  # _FRAME bytes: half a frame of PCM16
+            silence.metadata[LEAD_KEY] = True
+            await self.push_frame(silence)
+            self._phase = _FRAME // 2
+
+    async def _send_stop(self, frame: TTSStoppedFrame) -> None:
+        """A TTSStoppedFrame downstream: the transport plays out and empties its audio buffer there."""
+        self._phase = 0
+        await self.push_frame(frame)
 
     async def _release_stops(self, upto: int | None) -> None:
         """Send the held TTSStoppedFrames of utterances up to ``upto`` (their last image is out), and any
@@ -348,7 +335,7 @@ class TalkheadVideoService(FrameProcessor):
         now, keep = time.monotonic(), []
         for number, since, frame in self._held:
             if (upto is not None and number <= upto) or (upto is None and now - since > _HELD_STOP_S):
-                await self.push_frame(frame)
+                await self._send_stop(frame)
             else:
                 keep.append((number, since, frame))
         self._held = keep
@@ -376,7 +363,7 @@ class TalkheadVideoService(FrameProcessor):
                     break  # an utterance that never ends (too short to draw a frame, a lost server)
         await self._stop()
         for _, _, frame in self._held:
-            await self.push_frame(frame)
+            await self._send_stop(frame)
         self._held.clear()
 
     async def _stop(self) -> None:
