@@ -93,6 +93,32 @@ def test_a_head_survives_its_file_and_a_crafted_file_is_named(tmp_path):
             load_head(tmp_path / f"{name}.safetensors")
 
 
+def test_an_ensemble_opens_as_its_members_mean_and_an_older_single_net_file_loads(tmp_path):
+    torch.manual_seed(1)
+    net = LipNet(LipNetConfig(dim=384, hidden=8, kernel=3, members=3)).eval()
+    raw = torch.randn(2, 20, 384)
+    each = net.each(raw)
+    assert each.shape == (3, 2, 20) and torch.allclose(net(raw), each.mean(0))
+    assert float((each[0] - each[1]).abs().max()) > 1e-3  # members start apart: they are not copies
+    head = LipHead(net, WHISPER, torch.zeros(384), torch.ones(384), 0.06, 0.03)
+    head.save(tmp_path / "e.safetensors")
+    assert torch.allclose(load_head(tmp_path / "e.safetensors").opening(raw), head.opening(raw))
+    from talkhead.checkpoint import load_checkpoint, save_checkpoint
+
+    one = _head()  # a file written before ensembles: its net's weights under "net.body."
+    one.save(tmp_path / "one.safetensors")
+    tensors, meta = load_checkpoint(tmp_path / "one.safetensors")
+    old = {k.replace("net.bodies.0.", "net.body."): v for k, v in tensors.items()}
+    lipnet = {k: v for k, v in meta["lipnet"].items() if k != "members"}
+    save_checkpoint(tmp_path / "old.safetensors", old, {**{k: v for k, v in meta.items() if k != "format"},
+                                                         "lipnet": lipnet})
+    assert torch.allclose(load_head(tmp_path / "old.safetensors").opening(raw), one.opening(raw))
+    save_checkpoint(tmp_path / "many.safetensors", tensors, {**{k: v for k, v in meta.items() if k != "format"},
+                                                              "lipnet": {**lipnet, "members": 10**6}})
+    with pytest.raises(InputError, match="member nets"):
+        load_head(tmp_path / "many.safetensors")
+
+
 def test_a_model_wears_a_head_by_name_and_streams_as_it_samples_whole(tmp_path):
     from talkhead.motion.stream import MotionStream
 

@@ -150,8 +150,9 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
 
     set_threads(args.threads)
     cfg = config_from_args(LipNetTrainConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
-    if min(cfg.iters, cfg.batch, cfg.frames, cfg.hidden) < 1 or cfg.lr <= 0 or cfg.kernel < 1 or cfg.kernel % 2 == 0:
-        raise InputError("--iters, --batch, --frames and --hidden must be at least 1, --lr positive, --kernel odd")
+    if min(cfg.iters, cfg.batch, cfg.frames, cfg.hidden, cfg.members) < 1 or cfg.lr <= 0 or cfg.kernel % 2 == 0:
+        raise InputError("--iters, --batch, --frames, --hidden and --members must be at least 1, --lr positive, "
+                         "--kernel odd")
     if not -1 <= cfg.ahead <= 4 * (cfg.kernel // 2):
         raise InputError(f"--ahead must be -1 or 0..{4 * (cfg.kernel // 2)} (two convolutions' reach), got {cfg.ahead}")
     if cfg.augmented < 0 or not 0 <= cfg.dropout < 1:

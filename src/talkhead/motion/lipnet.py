@@ -37,20 +37,22 @@ from talkhead.rig.spec import SPEC
 
 LIPS_DIR = MODELS_DIR / "lips"
 DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
+MAX_MEMBERS = 16  # an ensemble larger than this is a crafted file, not a lip net
 DEFAULT_LIVE = "lips-whisper-live"  # the one a live student wears: trained on live speech's view of the audio
 
 
 @dataclass(frozen=True)
 class LipNetConfig:
-    """The net's shape: two convolutions of ``kernel`` frames over ``dim`` audio features. ``ahead`` >= 0:
-    a frame's opening reads only that many frames of audio after it (the rest of its reach before it), for
-    live speech, whose future is not yet heard; -1: ``reach`` frames on each side."""
+    """The net's shape: ``members`` nets of two convolutions of ``kernel`` frames over ``dim`` audio features.
+    ``ahead`` >= 0: a frame's opening reads only that many frames of audio after it (the rest of its reach
+    before it), for live speech, whose future is not yet heard; -1: ``reach`` frames on each side."""
 
     dim: int = 384
     hidden: int = 64
     kernel: int = 5
     dropout: float = 0.3
     ahead: int = -1
+    members: int = 1  # nets of this shape, each initialised and trained on its own; the opening is their mean
 
     @property
     def reach(self) -> int:
@@ -59,23 +61,30 @@ class LipNetConfig:
 
 
 class LipNet(nn.Module):
-    """Audio features [B, T, dim] (already in the net's units) -> lip opening [B, T] in z-units."""
+    """Audio features [B, T, dim] (already in the net's units) -> lip opening [B, T] in z-units: the mean of
+    ``members`` nets. An ensemble because the data is small: nets that differ only in their initial weights and
+    dropout disagree on unseen people, and their mean follows them better than any one of them (docs/lips.md)."""
 
     def __init__(self, cfg: LipNetConfig) -> None:
         super().__init__()
         self.cfg = cfg
         k, h = cfg.kernel, cfg.hidden
         pad = k // 2 if cfg.ahead < 0 else 0  # with ``ahead``, the input is padded once, unevenly (forward)
-        self.body = nn.Sequential(nn.Dropout(cfg.dropout), nn.Conv1d(cfg.dim, h, k, padding=pad), nn.GELU(),
-                                  nn.Dropout(cfg.dropout), nn.Conv1d(h, h, k, padding=pad), nn.GELU(),
-                                  nn.Conv1d(h, 1, 1))
+        self.bodies = nn.ModuleList(
+            nn.Sequential(nn.Dropout(cfg.dropout), nn.Conv1d(cfg.dim, h, k, padding=pad), nn.GELU(),
+                          nn.Dropout(cfg.dropout), nn.Conv1d(h, h, k, padding=pad), nn.GELU(), nn.Conv1d(h, 1, 1))
+            for _ in range(cfg.members))
 
-    def forward(self, feats: Tensor) -> Tensor:
+    def each(self, feats: Tensor) -> Tensor:
+        """Every member's opening [members, B, T] (training fits each one alone)."""
         x = feats.transpose(1, 2)
         if self.cfg.ahead >= 0:
             span = 2 * self.cfg.reach
             x = nn.functional.pad(x, (span - self.cfg.ahead, self.cfg.ahead), mode="replicate")
-        return self.body(x)[:, 0]
+        return torch.stack([body(x)[:, 0] for body in self.bodies])
+
+    def forward(self, feats: Tensor) -> Tensor:
+        return self.each(feats).mean(0)
 
 
 _LIPS = [61, 62, 63, 65, 66, 67, 0, 16]  # dlib's inner lips, upper then lower, and the face's two sides
@@ -194,7 +203,11 @@ def load_head(name_or_path: str | Path) -> LipHead:
         if meta.get("kind") != "lipnet":
             raise ValueError("it is not a lip net")
         cfg = dataclass_from(LipNetConfig, meta["lipnet"])
+        if not 1 <= cfg.members <= MAX_MEMBERS:
+            raise ValueError(f"it names {cfg.members} member nets (1 to {MAX_MEMBERS})")
         weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")}
+        # A net saved before ensembles has one body: it is the first member.
+        weights = {"bodies.0." + k[5:] if k.startswith("body.") else k: v for k, v in weights.items()}
         net = with_weights(lambda: LipNet(cfg), weights, str(path))
         feats = dataclass_from(FeatureConfig, meta["features"])
         mean, std = tensors["feat_mean"], tensors["feat_std"]

@@ -53,9 +53,12 @@ def test_the_command_names_bad_settings(talking_corpus, tmp_path, capsys):
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--hold-out", "ann"]) == 2
     assert "held out" in capsys.readouterr().err
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", str(tmp_path / "x.pt")]) == 2
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--members", "0"]) == 2
+    assert "--members" in capsys.readouterr().err
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--iters", "3", "--batch", "2",
-                 "--augment", "0", "--quiet"]) == 0
+                 "--augment", "0", "--members", "2", "--quiet"]) == 0
     assert "learnt from 1 people: ann" in capsys.readouterr().out
+    assert load_head(out).net.cfg.members == 2
     assert json.loads((tmp_path / "x.log.jsonl").read_text().splitlines()[-1])["steps"] == 3
 
 

@@ -40,6 +40,8 @@ class LipNetTrainConfig:
     hidden: int = field(default=64, metadata={"help": "channels of the net's two convolutions"})
     kernel: int = field(default=5, metadata={"help": "frames each convolution spans"})
     dropout: float = field(default=0.3, metadata={"help": "dropout on the features and the hidden layer"})
+    members: int = field(default=1, metadata={"help": "nets trained side by side, each on its own; the opening is "
+                                                      "their mean"})
     augmented: int = field(default=0, metadata={"help": "augmented copies of each clip's audio", "flag": "--augment"})
     synthetic_share: float = field(default=0.5, metadata={"help": "share of each batch drawn from --synthetic's clips "
                                                                   "(their rig's lip gap as the target), if given"})
@@ -182,8 +184,8 @@ class GapObjective:
         x, y, m = torch.stack(xs), torch.stack(ys), torch.stack(ms)
         with torch.random.fork_rng():  # dropout drawn from the run's own generator: a resumed run is the same run
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
-            pred = net((x - self.mean) / self.std)
-        return (((pred - y) ** 2) * m).sum() / m.sum().clamp_min(1.0)
+            pred = net.each((x - self.mean) / self.std)  # each member fitted on its own, not their mean
+        return (((pred - y) ** 2) * m).sum() / (len(pred) * m.sum().clamp_min(1.0))
 
 
 def _by_length(data: GapClips) -> Tensor:
@@ -213,7 +215,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
     torch.manual_seed(cfg.seed)
     net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=cfg.hidden, kernel=cfg.kernel, dropout=cfg.dropout,
-                              ahead=cfg.ahead))
+                              ahead=cfg.ahead, members=cfg.members))
     people = sorted({r["person"] for r in data.rows})
     meta = {"train": {"corpus": str(corpus), "synthetic": str(synthetic) if synthetic else None, "people": people, "clips": [r["file"] for r in data.rows],
                       "minutes": round(sum(len(g) for g in data.gap) / FPS / 60, 2), "config": asdict(cfg)}}
