@@ -108,7 +108,7 @@ def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: Moti
     renderer in batches fixed by frame index. ``generate`` is this generator fed the whole recording, so a
     stream gives the same frames however speech is chunked. ``view`` is how the motion stream hears the
     speech (``motion.stream.MotionStream``'s ``block_s``, ``context_s``, ``right_s``, ``lookahead``, ``step``,
-    ``window``, ``ramp``) and ``tail``, the motion shown just before, which the speech continues from (a live face).
+    ``window``, ``ramp``, ``precision``) and ``tail``, the motion shown just before, which the speech continues from (a live face).
     """
     from talkhead.motion.stream import MotionStream
 

@@ -139,3 +139,31 @@ def test_right_context_sets_when_a_row_is_out_and_the_left_context_only_what_it_
     offline = extract(audio, cfg)
     r = np.corrcoef(whole[5:-5].ravel(), offline[5:-5].ravel())[0, 1]
     assert 0.5 < r < 0.999  # like the whole clip's rows, but not the same: the future is missing
+
+
+def test_the_encoder_serves_threads_side_by_side_with_the_same_states(arctic):
+    # Live sessions and Pipecat agents call it from their own threads at once: each gets what it alone would.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from talkhead.audio.whisper import encode
+
+    clips = [arctic[k * 3200:k * 3200 + 16_000] for k in range(6)]
+    alone = [encode(c) for c in clips]
+    with ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(encode, clips * 3))
+    for k, states in enumerate(together):
+        assert np.array_equal(states, alone[k % 6]), k
+
+
+def test_int8_states_are_close_to_float32_and_a_bad_precision_is_named(arctic):
+    # A live session's encoder runs in int8 (serve.session.LIVE_PRECISION): the same rows, nearly.
+    from talkhead.audio.features import FeatureStream
+    from talkhead.audio.whisper import encode
+
+    cfg = FeatureConfig(kind="whisper")
+    rows = {p: FeatureStream(cfg, 0.04, 0.8, 0.04, precision=p).push(arctic[:32_000]) for p in ("float32", "int8")}
+    a, b = rows["float32"], rows["int8"]
+    assert a.shape == b.shape and len(a) >= 45 and not torch.equal(a, b)
+    assert float(torch.nn.functional.cosine_similarity(a, b, dim=1).min()) > 0.99
+    with pytest.raises(ValueError, match="float32 or int8"):
+        encode(arctic[:3200], precision="float16")

@@ -184,11 +184,12 @@ def _upstream():
     return FrameDirection.UPSTREAM
 
 
-def test_tts_audio_at_48k_stereo_with_empty_and_odd_chunks_is_all_spoken():
+@pytest.mark.parametrize("rate,channels", [(48_000, 2), (8_000, 1)])
+def test_tts_audio_at_any_rate_with_empty_and_odd_chunks_is_all_spoken(rate, channels):
     wav = _speech_s(1.0)
-    frames = _tts_frames(wav, rate=48_000, chunk_s=0.02, channels=2)
-    frames.insert(5, TTSAudioRawFrame(b"", 48_000, 2))  # a zero-length frame
-    frames.insert(9, TTSAudioRawFrame(b"\x01\x00\x02", 48_000, 2))  # an odd byte count: a partial sample
+    frames = _tts_frames(wav, rate=rate, chunk_s=0.02, channels=channels)
+    frames.insert(5, TTSAudioRawFrame(b"", rate, channels))  # a zero-length frame
+    frames.insert(9, TTSAudioRawFrame(b"\x01\x00\x02", rate, channels))  # an odd byte count: a partial sample
     down = _run(TalkheadVideoService(size=SIZE), frames)
     samples = sum(a.num_frames for a in _audio(down))
     assert abs(samples - len(wav)) <= 640 and abs(len(_speech_images(down)) - 25) <= 1
@@ -259,3 +260,18 @@ def test_the_remote_backend_uploads_the_photo_and_stops_on_an_interruption(serve
     assert len(stale) <= 2, len(stale)
     drawn = [i for i in _images(down[cut + 1:])[len(stale):] if not i.metadata[REPEAT_KEY]]
     assert len(drawn) >= 15 and not _speech_images(drawn)
+
+
+def test_frames_after_the_pipeline_ended_pass_and_start_nothing():
+    service = TalkheadVideoService(size=SIZE)
+    _run(service, _tts_frames(_speech_s(0.2)))
+    assert service._session is None and service._pacer is None  # EndFrame stopped the face and its clock
+
+    async def late() -> None:  # a TTS still sending after the end: no error, no new face, no clock
+        from pipecat.processors.frame_processor import FrameDirection
+
+        for frame in _tts_frames(_speech_s(0.1)):
+            await service.process_frame(frame, FrameDirection.DOWNSTREAM)
+
+    asyncio.run(late())
+    assert service._session is None and service._pacer is None

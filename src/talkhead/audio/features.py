@@ -93,13 +93,13 @@ def log_mel(wav: np.ndarray | torch.Tensor, cfg: FeatureConfig = FeatureConfig()
     return mel.reshape(t, k * cfg.n_mels)
 
 
-def _block(x: np.ndarray, cfg: FeatureConfig) -> torch.Tensor:
+def _block(x: np.ndarray, cfg: FeatureConfig, precision: str = "float32") -> torch.Tensor:
     """Features of one stretch of audio, a whole number of video frames long: [len / 640, cfg.dim]."""
     if cfg.kind == "logmel":
         return log_mel(x, cfg)
     from talkhead.audio.whisper import encode
 
-    enc = encode(x)
+    enc = encode(x, precision=precision)
     feats = enc.reshape(len(enc) // 2, 2 * enc.shape[1])  # the two 50 Hz rows of each video frame
     if cfg.pool == "mean":
         feats = 0.5 * (feats[:, :384] + feats[:, 384:])
@@ -118,12 +118,14 @@ class FeatureStream:
     """
 
     def __init__(self, cfg: FeatureConfig = FeatureConfig(), block_s: float = 28.0, context_s: float = 1.0,
-                 right_s: float | None = None, first: tuple[tuple[int, int], ...] = ()) -> None:
+                 right_s: float | None = None, first: tuple[tuple[int, int], ...] = (),
+                 precision: str = "float32") -> None:
         # ``right_s``: the context after a block (default ``context_s``); live speech waits for it, so a
         # live caller keeps it short and the context before long, which costs compute but no latency.
         # ``first``: the first blocks, as (the frame each ends at, frames of context after it), before the
         # regular ones: short blocks, so that a say's first motion windows have their features early.
-        self.cfg, self.hop = cfg, cfg.sample_rate // FPS
+        # ``precision``: the Whisper encoder's (``audio.whisper.PRECISIONS``); int8 for a live caller's many blocks.
+        self.cfg, self.hop, self.precision = cfg, cfg.sample_rate // FPS, precision
         self.block, self.ctx = max(1, round(block_s * FPS)), max(0, round(context_s * FPS))
         self.right = self.ctx if right_s is None else max(0, round(right_s * FPS))
         self.first = tuple((int(e), int(r)) for e, r in first)
@@ -167,7 +169,7 @@ class FeatureStream:
         start, hi = self._next, end + right
         lo = max(0, start - self.ctx)
         x = self._buf[(lo - self._origin) * self.hop : (hi - self._origin) * self.hop]
-        rows = _block(x, self.cfg)[start - lo : end - lo]
+        rows = _block(x, self.cfg, self.precision)[start - lo : end - lo]
         self._next = end
         keep = max(0, self._next - self.ctx)  # the next block's left context starts here
         self._buf, self._origin = self._buf[(keep - self._origin) * self.hop :], keep

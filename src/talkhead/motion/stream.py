@@ -19,7 +19,7 @@ _SILENT_STARTS: dict[tuple, tuple[FeatureStream, torch.Tensor]] = {}
 def _after_silence(stream: FeatureStream, frames: int) -> tuple[FeatureStream, torch.Tensor]:
     """``stream`` fed ``frames`` of silence, and the rows that gives: the same every time for one front end and
     blocking, so it is computed once per process (live speech: 5 Whisper runs, 50-80 ms off the first frame)."""
-    key = (stream.cfg, stream.block, stream.ctx, stream.right, stream.first, frames)
+    key = (stream.cfg, stream.block, stream.ctx, stream.right, stream.first, stream.precision, frames)
     if key not in _SILENT_STARTS:
         rows = stream.push(np.zeros(frames * stream.hop, np.float32))
         _SILENT_STARTS[key] = (copy.deepcopy(stream), rows)
@@ -66,14 +66,15 @@ class MotionStream:
     def __init__(self, model: MotionModel, seed: int = 0, steps: int | None = None, sampler: str | None = None,
                  guidance: float = 1.0, block_s: float = 28.0, context_s: float = 1.0,
                  tail: np.ndarray | None = None, lookahead: int | None = None, right_s: float | None = None,
-                 step: int = 2, window: int | None = None, ramp: Ramp | None = None) -> None:
+                 step: int = 2, window: int | None = None, ramp: Ramp | None = None,
+                 precision: str = "float32") -> None:
         # ``ramp``: speech that arrives faster than it is spoken (a say being synthesised), whose first frames
         # come from low-latency windows over short feature blocks; it continues from a ``tail``.
         if ramp is not None and (tail is None or lookahead is not None):
             raise ValueError("a ramp continues from a tail, and is not a lookahead runner")
         self.model = model
         first = () if ramp is None else ramp.blocks(model.cfg.tail)
-        self.features = FeatureStream(model.features, block_s, context_s, right_s, first)
+        self.features = FeatureStream(model.features, block_s, context_s, right_s, first, precision)
         # Initial noise from the seed, window by window; stochastic samplers get their own stream.
         noise = torch.Generator().manual_seed(seed)
         extra = torch.Generator().manual_seed(seed + 1_000_003)

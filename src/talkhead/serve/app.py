@@ -23,6 +23,7 @@ from talkhead.errors import InputError
 from talkhead.serve.avatars import Avatars
 from talkhead.serve.connection import Connection
 from talkhead.serve.guard import Guard, GuardConfig
+from talkhead.serve.session import warm_up
 from talkhead.serve.webrtc import ServerFull, WebRtc, WebRtcConfig
 
 STATIC = Path(__file__).parent / "static"
@@ -156,9 +157,11 @@ class _Models:
 
     def __init__(self, default: str | None, load, live: str | None = None) -> None:
         self.default, self.load, self.models = default, load, {}
-        _warm_up(self(None))
-        if live is not None:
-            self(live)
+        from talkhead.audio.tts import synthesize
+
+        ready = synthesize("Ready.", DEFAULT_VOICE).wav  # the first TTS call is paid here too
+        for name in (None, live) if live is not None else (None,):
+            warm_up(self(name), ready)
 
     def __call__(self, name: str | None):
         from talkhead.motion.model import shipped_models
@@ -169,14 +172,6 @@ class _Models:
         if key not in self.models:
             self.models[key] = self.load(key)
         return self.models[key]
-
-
-def _warm_up(model) -> None:
-    """The first TTS call, Whisper encoder load and motion window each cost 0.1-0.4 s: pay them at start-up."""
-    from talkhead.audio.tts import synthesize
-    from talkhead.motion.stream import MotionConfig, motion_from_audio
-
-    motion_from_audio(model, synthesize("Ready.", DEFAULT_VOICE).wav, MotionConfig())
 
 
 class _VideoQueue:
