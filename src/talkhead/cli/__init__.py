@@ -11,7 +11,6 @@ import sys
 
 from talkhead.errors import InputError
 
-
 # Each top-level command and the module that registers it (one module per command family).
 COMMANDS = {"tts": "data", "data": "data", "generate": "generate", "decode": "generate", "train": "train",
             "distill": "train", "motion": "motion", "models": "motion", "eval": "motion", "bench": "bench",

@@ -155,7 +155,7 @@ def sample_dpmpp_2m(
             # First order into sigma = 0: e^{-h} = 0, so the update is exactly x0_hat.
             x = x0
             break
-        a_s, s_s = math.sqrt(abars[i]), math.sqrt(1.0 - abars[i])
+        s_s = math.sqrt(1.0 - abars[i])
         a_t, s_t = math.sqrt(abars[i + 1]), math.sqrt(1.0 - abars[i + 1])
         h = lam[i + 1] - lam[i]
         if x0_prev is None:  # no history yet: first order (DDIM) step
