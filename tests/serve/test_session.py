@@ -165,3 +165,35 @@ def test_a_burst_of_says_is_synthesised_by_one_feeder_thread_in_order():
     finally:
         session.close()
     assert done == numbers and not feeders[0].is_alive()  # every say, in order; the feeder ends with the session
+
+
+def test_says_back_to_back_are_each_shown_whole_to_a_slow_clock():
+    """The next say's first frame used to empty the queue of frames drawn ahead, to drop idle frames there; with
+    a say queued behind another that also dropped the other's last frames (3 of them, its speech with them)."""
+    from talkhead.audio.tts import synthesize
+    from talkhead.face.detect import default_photo
+    from talkhead.motion.model import load_model
+    from talkhead.render import make_renderer
+    from talkhead.serve.session import HOP, LiveSession
+
+    wav = synthesize("Hi there.", "us-female").wav
+    session = LiveSession(load_model("student-1-whisper"), make_renderer("warp", default_photo(), 96, "cpu", "photo"))
+    try:
+        numbers = [session.say(wav), session.say(wav)]
+        seen: dict[int, list] = {n: [] for n in numbers}
+        deadline = time.monotonic() + 90
+        while not (seen[numbers[1]] and seen[numbers[1]][-1].last) and time.monotonic() < deadline:
+            out = session.take()
+            if out is None:
+                time.sleep(0.005)
+            elif out.utterance is not None:
+                seen[out.utterance].append(out)
+                time.sleep(0.15 if out.utterance == numbers[0] else 0)  # a clock slower than the drawing
+    finally:
+        session.close()
+    frames = -(-len(wav) // HOP)
+    for number in numbers:
+        assert len(seen[number]) == frames and [o.last for o in seen[number]].count(True) == 1, number
+        assert seen[number][-1].last
+        audio = np.concatenate([o.audio for o in seen[number]]).astype(np.float32) / 32767
+        assert np.allclose(audio[: len(wav)], wav, atol=1e-4)

@@ -226,6 +226,16 @@ class LiveSession:
         while self.take() is not None:
             pass
 
+    def _drop_idle(self) -> None:
+        """Drop the idle frames drawn ahead, keeping any speech still queued: a say queued behind another
+        starts as the last frames of the one before it wait for the clock, and they must still be shown."""
+        with self.frames.mutex:
+            kept = [out for out in self.frames.queue if out.utterance is not None]
+            if len(kept) < len(self.frames.queue):
+                self.frames.queue.clear()
+                self.frames.queue.extend(kept)
+                self.frames.not_full.notify_all()
+
     def close(self) -> None:
         self._stop.set()
         self._cancel.set()
@@ -301,7 +311,7 @@ class LiveSession:
         pending, first = None, True
         for f in frames:
             if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once
-                self.drain()
+                self._drop_idle()
                 first = False
             if pending is not None and not self._put(pending):
                 frames.close()
