@@ -17,14 +17,15 @@ import numpy as np
 from talkhead.audio.tts import Speech
 from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel, load_model
+from talkhead.motion.model import MotionModel, in_person_range, load_model
 from talkhead.motion.stream import MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 
 
-def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
-                       model: MotionModel | None = None) -> np.ndarray:
-    """Speech -> motion [T, 58]: from the diffusion model, or from phoneme targets (``driver="phones"``)."""
+def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(), model: MotionModel | None = None,
+                       lip_range: tuple[float, float] | None = None) -> np.ndarray:
+    """Speech -> motion [T, 58]: from the diffusion model, or from phoneme targets (``driver="phones"``);
+    ``lip_range``: a person's own (``motion.model.in_person_range``; an avatar's ``Avatar.lip_range``)."""
     if cfg.driver == "phones":
         if not speech.phones:
             raise InputError("the phones driver needs speech with phone timings (use --text, or --driver model)")
@@ -33,7 +34,7 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(),
         raise InputError(f"unknown driver {cfg.driver!r}; use 'model' or 'phones'")
     if model is None:
         model = load_model(cfg.model)
-    return motion_from_audio(model, speech.wav, cfg)
+    return motion_from_audio(in_person_range(model, lip_range), speech.wav, cfg)
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,11 @@ def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: Moti
     stream gives the same frames however speech is chunked. ``view`` is how the motion stream hears the
     speech (``motion.stream.MotionStream``'s ``block_s``, ``context_s``, ``right_s``, ``lookahead``, ``step``,
     ``window``, ``ramp``, ``precision``) and ``tail``, the motion shown just before, which the speech continues from (a live face).
+    A renderer with a ``lip_range`` (an avatar's) has the lips opened in that person's own range.
     """
     from talkhead.motion.stream import MotionStream
 
+    model = in_person_range(model, getattr(renderer, "lip_range", None))
     motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
 
     def blocks() -> Iterator[np.ndarray]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,33 @@ def test_colour_follows_the_frame_it_is_drawn_on(tiny_avatar):
     assert np.abs(after).max() < 1.5 < np.abs(before).mean()  # the ring matches once shifted (to rounding)
     lift = np.stack([(matched - plain)[k][inside[k]].mean(0) for k in range(len(idx))])
     assert np.allclose(lift, -before, atol=1.0)  # and the lower face was moved by the same amount
+
+
+def test_speech_opens_an_avatars_mouth_in_the_persons_own_range(tiny_avatar):
+    """The avatar's lip range is its filmed frames' own gap (mean, spread); ``stream`` puts speech-driven lips in
+    it for a renderer that has one (its own base), and a re-enacted video's fitted motion is left as it is."""
+    import torch
+
+    from talkhead.audio.io import load_audio
+    from talkhead.motion.lipnet import drawn_gap
+    from talkhead.motion.model import in_person_range, load_model
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
+    from talkhead.pipeline import stream
+
+    av = load_avatar(tiny_avatar)
+    mean, spread = av.lip_range()
+    filmed = drawn_gap(torch.from_numpy(av.bank["motion"]).float()).numpy()
+    assert np.isclose(mean, filmed.mean(), atol=1e-5) and np.isclose(spread, filmed.std(), atol=1e-5) and spread > 0
+    r = AvatarRenderer(av, 0)
+    assert r.lip_range == (mean, spread)
+    assert AvatarRenderer(av, 0, frames=av.base, affines=av.base_affine, motion=av.base_motion,
+                          points=av.base_points).lip_range is None
+    model = load_model(None)
+    wav = load_audio(Path(__file__).parents[1] / "assets" / "speech" / "arctic_a0007.wav")[:16_000 * 2]
+    shown = np.stack([f.motion for f in stream([wav], model, r)])
+    own = motion_from_audio(in_person_range(model, (mean, spread)), wav, MotionConfig())
+    plain = motion_from_audio(model, wav, MotionConfig())
+    assert np.allclose(shown, own, atol=1e-4) and not np.allclose(shown, plain, atol=1e-3)
 
 
 def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path, capsys):

@@ -3,6 +3,8 @@ motion model's windows so streamed and whole motion stay the same, and loads onl
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ import torch
 from talkhead.audio.features import FeatureConfig
 from talkhead.errors import InputError
 from talkhead.motion.lipnet import LipHead, LipNet, LipNetConfig, drawn_gap, follow_gap, load_head, set_opening
-from talkhead.motion.model import load, split_lips, with_lips
+from talkhead.motion.model import in_person_range, load, split_lips, with_lips
 from talkhead.rig.spec import SPEC
 
 WHISPER = FeatureConfig(kind="whisper", pool="mean")
@@ -142,6 +144,27 @@ def test_a_model_wears_a_head_by_name_and_streams_as_it_samples_whole(tmp_path):
     rest = [i for i in range(SPEC.dim) if i != j]
     assert np.abs(offline[:, rest] - bare[:, rest]).max() < 0.5  # the rest only by the next windows' tails
     del whole
+
+
+def test_a_person_who_opens_wider_is_drawn_opening_wider_at_the_same_moments(tmp_path):
+    """``in_person_range``: the head's opening in a person's own gap units, twice the spread drawing the gap's
+    moves twice as large around the new mean (where no opening is clamped), the timing unchanged."""
+    from talkhead.audio.io import load_audio
+    from talkhead.motion.stream import MotionConfig, motion_from_audio
+
+    _head().save(tmp_path / "h.safetensors")
+    model = load(f"student-1-whisper+{tmp_path / 'h.safetensors'}")
+    wav = load_audio(Path(__file__).parents[1] / "assets" / "speech" / "arctic_a0007.wav")
+    gap = lambda m: drawn_gap(torch.from_numpy(motion_from_audio(m, wav, MotionConfig(seed=3)))).numpy()  # noqa: E731
+    base, wide = gap(model), gap(in_person_range(model, (0.12, 0.06)))  # the head's own: (0.06, 0.03)
+    z_base, z_wide = (base - 0.06) / 0.03, (wide - 0.12) / 0.06
+    free = (base > 0.005) & (wide > 0.005)  # neither clamped at a shut mouth
+    assert free.mean() > 0.5 and np.abs(z_base - z_wide)[free].max() < 0.05, np.abs(z_base - z_wide)[free].max()
+    assert wide.std() > 1.7 * base.std()
+    assert in_person_range(model, None) is model and in_person_range(load("student-1-whisper"), (0.1, 0.1)).lips is None
+    for bad in ((0.1, 0.0), (float("nan"), 0.1), (0.1, float("inf"))):
+        with pytest.raises(InputError, match="lip range"):
+            in_person_range(model, bad)
 
 
 def test_a_head_for_another_front_end_is_refused_or_left_off(tmp_path):

@@ -99,22 +99,26 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
     """Every training frame's latent (float16) and motion, in filmed order, with where each stretch ends, and its
     detail: the real crop minus the decoded latent, offset by 128, as JPEG (``DETAIL_QUALITY``). Over
     ``budget_mb`` (MB), whole seconds are kept evenly through the video (``keep_seconds``) until it fits."""
-    frames = np.concatenate([c["frames"] for c in data.clips])
-    latent = engine.encode_many(frames).half()
-    ends = np.zeros(len(frames), np.uint8)
-    ends[np.cumsum([len(c["frames"]) for c in data.clips]) - 1] = 1
+    clips = [c["frames"] for c in data.clips]  # clip by clip: a copy of all of them is 0.6 GB for a phone's 2 min
+    latent = torch.cat([engine.encode_many(f) for f in clips]).half()
+    ends = np.zeros(len(latent), np.uint8)
+    ends[np.cumsum([len(f) for f in clips]) - 1] = 1
     motion = np.concatenate([c["motion"] for c in data.clips]).astype(np.float32)
-    encoded, norms = [], []
-    for i in range(0, len(frames), 64):  # decoded from the stored float16 latent: what drawing will decode
-        z = latent[i:i + 64].float()
-        rec = engine.decode(z).astype(np.float32)
-        detail = np.clip(np.round(frames[i:i + 64] - rec + 128), 0, 255).astype(np.uint8)
-        encoded += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
-        norms.append(engine.norm_stats(z))
+    # Decoded from the stored float16 latent (what drawing will decode), 2 M pixels at a time as encode_many
+    # does: the decoder's last layers hold full-size maps (64 crops of 256 px at once held over 1 GB).
+    step, encoded, norms, at = max(1, (1 << 21) // (data.side * data.side)), [], [], 0
+    for f in clips:
+        for i in range(0, len(f), step):
+            z = latent[at + i:at + i + step].float()
+            rec = engine.decode(z).astype(np.float32)
+            detail = np.clip(np.round(f[i:i + step] - rec + 128), 0, 255).astype(np.uint8)
+            encoded += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
+            norms.append(engine.norm_stats(z))
+        at += len(f)
     norms = torch.cat(norms)
     fixed = latent[0].numel() * 2 + motion[0].nbytes + norms[0].numel() * 4 + 1  # bytes of every frame but its JPEG
     per_frame = np.array([len(j) for j in encoded]) + fixed
-    keep = np.arange(len(frames)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
+    keep = np.arange(len(latent)) if budget_mb is None else keep_seconds(per_frame, ends.astype(bool), budget_mb * 1e6)
     keep_t = torch.from_numpy(keep)
     kept_ends = ends[keep].astype(bool) | np.append(np.diff(keep) != 1, True)  # a stretch ends where a gap starts
     detail = _pack([encoded[i] for i in keep])

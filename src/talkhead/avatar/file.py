@@ -66,6 +66,16 @@ class Avatar:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
         return unjpeg(*self.bank["detail"], i).astype(np.float32) - 128
 
+    def lip_range(self) -> tuple[float, float]:
+        """(mean, spread) of the lip gap the person's filmed frames draw on the standard face (their fitted
+        motion: the mouth bank's, every frame learnt from, else the base's): the range the engine learnt to
+        draw, which speech-driven motion is put in (``motion.model.in_person_range``)."""
+        from talkhead.motion.lipnet import drawn_gap
+
+        motion = self.bank["motion"] if self.bank is not None else self.base_motion
+        gap = drawn_gap(torch.from_numpy(np.asarray(motion, np.float32))).numpy().astype(np.float64)
+        return float(gap.mean()), max(float(gap.std()), 1e-4)  # a still base: a spread, not a division by 0
+
     @property
     def grid(self) -> int:
         return self.side // self.engine.vae.down

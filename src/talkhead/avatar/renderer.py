@@ -72,6 +72,9 @@ class AvatarRenderer:
         self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
         self._views = a.base_views() if self.loop else None  # the base's own crops, masks and contexts
         self._index = 0
+        # Speech-driven motion opens the mouth in the person's own range (``pipeline.stream``); a re-enacted
+        # video's fitted motion is already theirs.
+        self.lip_range = a.lip_range() if self.loop else None
         h, w = self.base.shape[1:3]
         self.size = (w, h)
 

@@ -36,7 +36,8 @@ from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
 
 VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
-SPEECH = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech" / "arctic_a0007.wav"
+_ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
+SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav", "allison-all-circuits-busy-now.wav"))
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class AvatarBenchConfig:
     videos: str = str(VIDEOS)
     pairs: tuple[str, ...] = ("cap12", "pexels")
     pexels_split_s: float = 15.0
-    speech: str = str(SPEECH)  # a real recording (CMU ARCTIC) for the speech-driven rows
+    speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
     work: str = "runs/avatar-bench"  # where the avatars are trained (resumable; not part of the results)
     variants: bool = True  # also measure each sampling variant (VARIANTS) on the held-out frames
     # The Pexels clip's first 15 s show the mouth, free of the hand, for 7.2 s (the hand is at the mouth or the
@@ -203,8 +204,10 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
     return result, {"real": real, **crops, "motion": h["motion"]}
 
 
-def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
-    """A real recording through the default motion model onto the avatar and onto the warp renderer (its base frame)."""
+def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> dict:
+    """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
+    frame), each as ``generate`` drives it: the avatar's lips in the person's own range (``Avatar.lip_range``),
+    the warp renderer's in the average filmed person's; the avatar's also without its range, for comparison."""
     from talkhead.audio.io import load_audio
     from talkhead.face.identity import identity_distance, lip_gap
     from talkhead.motion.stream import MotionConfig
@@ -212,31 +215,44 @@ def speech_driven(avatar_path: Path, cfg: AvatarBenchConfig) -> dict:
     from talkhead.warp.renderer import WarpRenderer
 
     avatar = load_avatar(avatar_path)
-    motion = motion_from_speech(speech_from_recording(load_audio(cfg.speech)), MotionConfig(seed=cfg.seed))
-    r = AvatarRenderer(avatar, cfg.seed)
-    frames = np.stack(list(r.frames(motion)))
-    order = pingpong(np.arange(len(frames)), len(avatar.base))
-    aff = avatar.base_affine[order]
-    crops = _crops(frames, aff, avatar.side)
+    speech = speech_from_recording(load_audio(recording))
+    plain = motion_from_speech(speech, MotionConfig(seed=seed))
+    motion = motion_from_speech(speech, MotionConfig(seed=seed), lip_range=avatar.lip_range())
+
+    def drawn(m: np.ndarray) -> np.ndarray:
+        frames = np.stack(list(AvatarRenderer(avatar, seed).frames(m)))
+        return _crops(frames, avatar.base_affine[pingpong(np.arange(len(frames)), len(avatar.base))], avatar.side)
+
+    crops, unranged = drawn(motion), drawn(plain)
+    order = pingpong(np.arange(len(crops)), len(avatar.base))
     # The same base frames as filmed: what the person's real face scores against the one reference crop, the
     # floor of the identity measure (the avatar changes only their lower face).
-    filmed = _crops(avatar.base[order], aff, avatar.side)
-    warp = np.stack(list(WarpRenderer(avatar.base[0], size=None, full_frame=True).frames(motion)))
+    filmed = _crops(avatar.base[order], avatar.base_affine[order], avatar.side)
+    warp = np.stack(list(WarpRenderer(avatar.base[0], size=None, full_frame=True).frames(plain)))
     wcrops = _crops(warp, np.repeat(avatar.base_affine[:1], len(warp), 0), avatar.side)
-    jaw = motion[:, SPEC["jawOpen"]]
 
-    def follow(cs: np.ndarray) -> float | None:
-        g = [(lip_gap(c), j) for c, j in zip(cs[::2], jaw[::2])]
+    def follow(cs: np.ndarray, m: np.ndarray) -> dict:
+        """r of the lip gap seen in the crops with the motion's jawOpen, and the gap's spread (90th - 10th
+        percentile, over face width as ``lip_gap`` reads it): how far the drawn mouth opens and closes."""
+        g = [(lip_gap(c), j) for c, j in zip(cs[::2], m[::2, SPEC["jawOpen"]])]
         g = np.array([(a, b) for a, b in g if a is not None])
-        return round(pearson(g[:, 0], g[:, 1]), 3) if len(g) > 2 else None
+        if len(g) <= 2:
+            return {"r": None, "spread": None}
+        spread = float(np.ptp(np.percentile(g[:, 0], [10, 90])))
+        return {"r": round(pearson(g[:, 0], g[:, 1]), 3), "spread": round(spread, 4)}
 
     ident = identity_distance(avatar.reference, crops[::5])
-    return {"recording": Path(cfg.speech).name, "frames": len(frames),
+    ours, theirs, without = follow(crops, motion), follow(wcrops, plain), follow(unranged, plain)
+    return {"recording": Path(recording).name, "frames": len(crops),
+            "lip_range": [round(v, 4) for v in avatar.lip_range()],
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
             "identity_found": round(ident["found"], 3),
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
             "filmed_identity_distance": round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3),
-            "lip_r_with_jawOpen": follow(crops), "warp_lip_r_with_jawOpen": follow(wcrops)}
+            "lip_r_with_jawOpen": ours["r"], "warp_lip_r_with_jawOpen": theirs["r"],
+            "unranged_lip_r_with_jawOpen": without["r"], "lip_gap_spread": ours["spread"],
+            "warp_lip_gap_spread": theirs["spread"], "unranged_lip_gap_spread": without["spread"],
+            "filmed_lip_gap_spread": follow(filmed, avatar.base_motion[order])["spread"]}
 
 
 def speed_at(side: int, steps: int, window: tuple[int, int, int, int] | None = None, frames: int = 64) -> float:
@@ -279,7 +295,7 @@ def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchCo
         result["pairs"][name], views[name] = measure_pair(name, cfg, work, progress)
         atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
     first = cfg.pairs[0]
-    result["speech"] = speech_driven(work / f"{first}.avatar", cfg)
+    result["speech"] = [speech_driven(work / f"{first}.avatar", rec, cfg.seed) for rec in cfg.speech]
     # Crops of 128 and 256 px both have 32 latent cells a side, so the first avatar's window serves at 256 px.
     first_av = load_avatar(work / f"{first}.avatar")
     window = first_av.base_views().window

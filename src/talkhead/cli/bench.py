@@ -176,8 +176,10 @@ def _cmd_bench_phone(args: argparse.Namespace) -> None:
                            long_side=args.long_side, fps=args.fps, codec=args.codec,
                            train_args=tuple(shlex.split(args.train_args)), work=args.work)
     r = run_phone_bench(args.out, cfg)
+    q = r["quality"]["rows"]
     print(f"avatar train: peak {r['train']['peak_mb']:.0f} MB, {r['train']['wall_s'] / 60:.1f} min; avatar reenact: "
-          f"peak {r['reenact']['peak_mb']:.0f} MB, {r['reenact']['wall_s'] / 60:.1f} min; wrote "
+          f"peak {r['reenact']['peak_mb']:.0f} MB, {r['reenact']['wall_s'] / 60:.1f} min; lower face on the held-out "
+          f"video: avatar {q['avatar']['psnr_db']:.2f} dB, warp {q['warp']['psnr_db']:.2f} dB; wrote "
           f"{Path(args.out) / 'phone.json'} and phone.png")
 
 

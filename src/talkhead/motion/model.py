@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,20 @@ def with_lips(model: MotionModel, lips: str | Path | None, strict: bool = True) 
                              f"{model.features.kind} ({model.features.pool})")
         return replace(model, lips=None)
     return replace(model, lips=head)
+
+
+def in_person_range(model: MotionModel, gap: tuple[float, float] | None) -> MotionModel:
+    """``model`` with its lip net opening the mouth in one person's own units: ``gap`` is (mean, spread) of the
+    lip gap their filmed frames draw on the standard face (``motion.lipnet.drawn_gap``). The net reads each
+    person's opening in their own z-units (it was trained so); the shipped head turns them into gaps with the
+    average filmed person's units, and a person who opens twice as wide (an avatar's, whose engine learnt
+    their range) is then drawn half as open. None, or a model without a lip net: ``model`` as it is."""
+    if gap is None or model.lips is None:
+        return model
+    mean, spread = (float(v) for v in gap)
+    if not (math.isfinite(mean) and math.isfinite(spread) and spread > 0):
+        raise InputError(f"a lip range needs a finite mean and a spread above 0, not {gap}")
+    return replace(model, lips=replace(model.lips, gap_mean=mean, gap_std=spread))
 
 
 def load_model(name: str | None) -> MotionModel:
