@@ -64,6 +64,35 @@ def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_av
     assert left < 0.3 * vae_err and left < 2.5  # JPEG at quality 90 keeps the detail to a level or two
 
 
+def test_a_bank_of_stretches_is_the_bank_of_their_frames_whatever_the_stretches(tiny_avatar):
+    """``bank_tensors`` works stretch by stretch in batches of pixels: the same frames cut into stretches of
+    uneven lengths give the same latents, detail and norms (a batch never reads the next stretch's latents),
+    and the stretches' ends where the cuts are."""
+    from dataclasses import replace
+
+    import torch
+
+    from talkhead.avatar.bank import bank_tensors, unjpeg
+    from talkhead.avatar.train import load_data
+
+    av = load_avatar(tiny_avatar)
+    d = load_data(tiny_avatar.with_name(tiny_avatar.name + ".work") / "data.npz", av.engine.vae.down, av.data_cfg)
+    whole = {k: np.concatenate([c[k] for c in d.clips]) for k in ("frames", "motion")}
+    n = len(whole["frames"])
+    cuts = [0, 7, 7 + 33, n]  # a short stretch, a batch-crossing one, the rest
+    clips = [{k: v[a:b] for k, v in whole.items()} for a, b in zip(cuts, cuts[1:])]
+    one, three = (bank_tensors(av.engine, replace(d, clips=c)) for c in ([whole], clips))
+    assert torch.equal(one["bank.motion"], three["bank.motion"])
+    # The same up to the batch a frame was computed in (the kernels' sums run in another order).
+    for key in ("bank.latent", "bank.norms"):
+        assert one[key].shape == three[key].shape and torch.allclose(one[key].float(), three[key].float(), atol=2e-2), key
+    raw = [(b["bank.detail_jpeg"].numpy(), b["bank.detail_offsets"].numpy()) for b in (one, three)]
+    assert len(raw[0][1]) == len(raw[1][1]) == n + 1
+    diff = [np.abs(unjpeg(*raw[0], i).astype(int) - unjpeg(*raw[1], i)).mean() for i in range(n)]
+    assert max(diff) < 0.5, max(diff)
+    assert np.flatnonzero(three["bank.ends"].numpy()).tolist() == [c - 1 for c in cuts[1:]]
+
+
 def _drawn(av, n: int, **drawing) -> np.ndarray:
     """n crops (float) of a jaw opening 0 -> 0.8 over the base, drawn with ``drawing``'s options."""
     motion = np.zeros((n, 58), np.float32)

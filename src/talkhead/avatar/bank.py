@@ -109,9 +109,10 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
     step, encoded, norms, at = max(1, (1 << 21) // (data.side * data.side)), [], [], 0
     for f in clips:
         for i in range(0, len(f), step):
-            z = latent[at + i:at + i + step].float()
+            j = min(i + step, len(f))  # never into the next clip's latents
+            z = latent[at + i:at + j].float()
             rec = engine.decode(z).astype(np.float32)
-            detail = np.clip(np.round(f[i:i + step] - rec + 128), 0, 255).astype(np.uint8)
+            detail = np.clip(np.round(f[i:j] - rec + 128), 0, 255).astype(np.uint8)
             encoded += _jpeg_bytes(list(detail), DETAIL_QUALITY)  # as it goes: 5 minutes of raw detail is gigabytes
             norms.append(engine.norm_stats(z))
         at += len(f)

@@ -282,7 +282,7 @@ def speed_at(side: int, steps: int, window: tuple[int, int, int, int] | None = N
 
 
 def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchConfig(), progress: bool = True) -> dict:
-    """Every pair, the speech-driven rows and the speed at 256 px; writes avatar.json, avatar.png and the contact sheet."""
+    """Every pair, its speech-driven rows and the speed at 256 px; writes avatar.json, avatar.png and the contact sheet."""
     from talkhead.bench.avatar_plots import plot_rows, sheet
     from talkhead.util import atomic_write
 
@@ -295,7 +295,8 @@ def run_avatar_bench(out_dir: str | Path, cfg: AvatarBenchConfig = AvatarBenchCo
         result["pairs"][name], views[name] = measure_pair(name, cfg, work, progress)
         atomic_write(out / "avatar.json", json.dumps(result, indent=1, default=str).encode())
     first = cfg.pairs[0]
-    result["speech"] = [speech_driven(work / f"{first}.avatar", rec, cfg.seed) for rec in cfg.speech]
+    result["speech"] = {name: [speech_driven(work / f"{name}.avatar", rec, cfg.seed) for rec in cfg.speech]
+                        for name in cfg.pairs}  # every pair's avatar driven by every recording
     # Crops of 128 and 256 px both have 32 latent cells a side, so the first avatar's window serves at 256 px.
     first_av = load_avatar(work / f"{first}.avatar")
     window = first_av.base_views().window
