@@ -61,6 +61,7 @@ class Avatar:
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
     # decoder's group-norm statistics decoding it whole
     _views: tuple | None = field(default=None, repr=False, compare=False)  # base_views(), once
+    _lip: tuple | None = field(default=None, repr=False, compare=False)  # lip_range(), once
 
     def detail(self, i: int) -> np.ndarray:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
@@ -72,9 +73,11 @@ class Avatar:
         draw, which speech-driven motion is put in (``motion.model.in_person_range``)."""
         from talkhead.motion.lipnet import drawn_gap
 
-        motion = self.bank["motion"] if self.bank is not None else self.base_motion
-        gap = drawn_gap(torch.from_numpy(np.asarray(motion, np.float32))).numpy().astype(np.float64)
-        return float(gap.mean()), max(float(gap.std()), 1e-4)  # a still base: a spread, not a division by 0
+        if self._lip is None:  # once per loaded avatar: every live session's renderer asks for it
+            motion = self.bank["motion"] if self.bank is not None else self.base_motion
+            gap = drawn_gap(torch.from_numpy(np.asarray(motion, np.float32))).numpy().astype(np.float64)
+            self._lip = (float(gap.mean()), max(float(gap.std()), 1e-4))  # a still base: a spread, not a 0
+        return self._lip
 
     @property
     def grid(self) -> int:

@@ -217,7 +217,8 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     avatar = load_avatar(avatar_path)
     speech = speech_from_recording(load_audio(recording))
     plain = motion_from_speech(speech, MotionConfig(seed=seed))
-    motion = motion_from_speech(speech, MotionConfig(seed=seed), lip_range=avatar.lip_range())
+    own = avatar.lip_range()
+    motion = motion_from_speech(speech, MotionConfig(seed=seed), lip_range=own)
 
     def drawn(m: np.ndarray) -> np.ndarray:
         frames = np.stack(list(AvatarRenderer(avatar, seed).frames(m)))
@@ -244,7 +245,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     ident = identity_distance(avatar.reference, crops[::5])
     ours, theirs, without = follow(crops, motion), follow(wcrops, plain), follow(unranged, plain)
     return {"recording": Path(recording).name, "frames": len(crops),
-            "lip_range": [round(v, 4) for v in avatar.lip_range()],
+            "lip_range": [round(v, 4) for v in own],
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
             "identity_found": round(ident["found"], 3),
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
