@@ -14,7 +14,7 @@ resumable() {  # resumable OUT CMD...: CMD --out OUT, resumed if it was stopped,
     "$@" --out "$out" "${resume[@]}"
 }
 
-each_fold() {  # each_fold DIR NAME CMD...: a run per fold of recipes/lips_folds.json (its people held out), then one on all
+folds_only() {  # folds_only DIR NAME CMD...: a run per fold of recipes/lips_folds.json (its people held out)
     local dir=$1 name=$2; shift 2
     local folds k hold
     folds=$(python3 -c "import json; print(len(json.load(open('recipes/lips_folds.json'))['folds']))")
@@ -22,5 +22,10 @@ each_fold() {  # each_fold DIR NAME CMD...: a run per fold of recipes/lips_folds
         hold=$(python3 -c "import json; print(','.join(json.load(open('recipes/lips_folds.json'))['folds'][$k]))")
         resumable "$dir/fold$k/$name.safetensors" "$@" --hold-out "$hold"
     done
+}
+
+each_fold() {  # each_fold DIR NAME CMD...: the fold runs, then one on all
+    folds_only "$@"
+    local dir=$1 name=$2; shift 2
     resumable "$dir/all/$name.safetensors" "$@"
 }

@@ -9,16 +9,30 @@
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
-each_fold "$out" lips-whisper talkhead distill lipnet --real corpus/talking --synthetic corpus/synth \
-    --iters "${ITERS:-1500}" --members 3 --threads 2 --quiet
+lips() {  # lips OUT FLAGS...: talkhead bench lips over every clip, the fold people scored by their fold's net
+    local dest=$1; shift
+    talkhead bench lips --videos "${videos[@]}" --corpus corpus/talking --people "$people" --folds recipes/lips_folds.json \
+        --out "$dest" "$@"
+}
+# Each kind: its fold nets; how far the lips they draw swing on the fold people, against the captured lips
+# (bench lips's spread; the net on everyone widens its opening by the inverse, so lips open about as far as a
+# person's); then the net on everyone.
+nets() {  # nets NAME VIEW MODEL FLAGS...
+    local name=$1 view=$2 model=$3; shift 3
+    local cmd=(talkhead distill lipnet --real corpus/talking --synthetic corpus/synth --iters "${ITERS:-1500}" --members 3
+               --threads 2 --quiet --view "$view" "$@")
+    folds_only "$out" "$name" "${cmd[@]}"
+    lips "$out/folds-$name" --fold-names "$name" --fold-model "$model+$out/fold{fold}/{name}.safetensors" --models ""
+    resumable "$out/all/$name.safetensors" "${cmd[@]}" \
+        --spread "$(python recipes/lipnet_spread.py "$out/folds-$name/lips.json" "$name")"
+}
+nets lips-whisper offline student-4-whisper
 # The live student's net: trained on the audio as a live session hears it (one-frame Whisper blocks, one frame ahead).
-each_fold "$out" lips-whisper-live talkhead distill lipnet --real corpus/talking --synthetic corpus/synth \
-    --iters "${ITERS:-1500}" --members 3 --threads 2 --quiet --view live --ahead 1
+nets lips-whisper-live live student-1-whisper-live --ahead 1
 [ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper{,-live}.safetensors src/talkhead/models/lips/  # ships them
-talkhead bench lips --videos "${videos[@]}" --corpus corpus/talking --people "$people" --folds recipes/lips_folds.json \
-    --fold-names lips-whisper --fold-model "student-4-whisper+$out/fold{fold}/{name}.safetensors" \
-    --models "student-4-whisper+none,student-4-whisper-lips+none,student-4-whisper+$out/all/lips-whisper.safetensors" \
-    --out "${BENCH:-docs/bench/lipnet}"
-talkhead bench lips --videos "${videos[@]}" --corpus corpus/talking --people "$people" --folds recipes/lips_folds.json \
-    --fold-names lips-whisper,lips-whisper-live --fold-model "student-1-whisper-live+$out/fold{fold}/{name}.safetensors" \
-    --models "student-1-whisper-live+none,student-1-whisper-live+$out/all/lips-whisper-live.safetensors" --out "${BENCH:-docs/bench/lipnet}-live"
+lips "${BENCH:-docs/bench/lipnet}" --fold-names lips-whisper \
+    --fold-model "student-4-whisper+$out/fold{fold}/{name}.safetensors" \
+    --models "student-4-whisper+none,student-4-whisper-lips+none,student-4-whisper+$out/all/lips-whisper.safetensors"
+lips "${BENCH:-docs/bench/lipnet}-live" --fold-names lips-whisper,lips-whisper-live \
+    --fold-model "student-1-whisper-live+$out/fold{fold}/{name}.safetensors" \
+    --models "student-1-whisper-live+none,student-1-whisper-live+$out/all/lips-whisper-live.safetensors"

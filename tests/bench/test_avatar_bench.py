@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from talkhead.bench.avatar import AvatarBenchConfig, face_metrics, speech_driven
+from talkhead.bench.avatar import AvatarBenchConfig, by_pose, face_metrics, pose_novelty, speech_driven
+from talkhead.rig.spec import SPEC
 
 
 def test_face_metrics_tell_truth_blur_and_freeze_apart(talking_video, tiny_avatar):
@@ -35,3 +36,38 @@ def test_speech_driven_rows_on_a_real_recording(tiny_avatar):
     assert row["warp_lip_r_with_jawOpen"] is not None
     # The filmed base frames are the same person as the reference crop (dlib's "same person" is < 0.6).
     assert 0 <= row["filmed_identity_distance"] < 0.6
+
+
+def test_pose_novelty_and_psnr_by_pose(talking_video, tiny_avatar):
+    """Degrees from the nearest training pose in pitch and yaw (roll is the aligned crop's), and PSNR per bin."""
+    from talkhead.avatar.data import extract
+    from talkhead.avatar.file import load_avatar
+    from talkhead.video import read_frames
+
+    av = load_avatar(tiny_avatar)
+    train = av.bank["motion"]
+    assert np.allclose(pose_novelty(train, train), 0.0)
+    train = np.zeros((50, 58), np.float32)  # yaw 0-5 degrees at pitch 0
+    train[:, SPEC["yaw"]] = np.radians(np.linspace(0, 5, 50))
+    turned = np.zeros((3, 58), np.float32)
+    turned[:, SPEC["yaw"]] = np.radians([6.0, 8.0, 15.0])
+    turned[:, SPEC["roll"]] = 1.0
+    assert np.allclose(pose_novelty(train, turned), [1.0, 3.0, 10.0], atol=1e-3)
+    real = np.stack([extract(f, av.base_affine[0], av.side) for f in read_frames(talking_video[0])[:3]])
+    noisy = np.clip(real + np.random.default_rng(0).normal(0, 8, real.shape), 0, 255).astype(np.uint8)
+    rows = by_pose(pose_novelty(train, turned), {"same": real, "noisy": noisy}, real, av.paste)
+    assert rows["bins_deg"] == ["0-2", "2-5", "5-inf"] and rows["frames"] == [1, 1, 1]
+    assert min(rows["same"]) > 60 and max(rows["noisy"]) < 35
+    none = by_pose(np.zeros(3), {"same": real}, real, av.paste)
+    assert none["frames"] == [3, 0, 0] and none["same"][1:] == [None, None]
+
+
+def test_the_command_names_an_unknown_pair_or_a_missing_folder(tmp_path, capsys):
+    from talkhead.cli import main
+
+    base = ["bench", "avatar", "--out", str(tmp_path / "out"), "--videos", str(tmp_path), "--talking", str(tmp_path)]
+    assert main([*base, "--pairs", "cap12", "nobody"]) == 2
+    assert "unknown pair 'nobody'; known: cap12, pexels, edtalk" in capsys.readouterr().err
+    assert main([*base[:-1], str(tmp_path / "none")]) == 2
+    assert "no such folder of videos" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -77,6 +77,31 @@ def test_the_head_draws_the_nets_opening():
     assert not torch.allclose(got, drawn_gap(motion[0]), atol=3e-3)
 
 
+def test_a_head_that_swings_short_widens_its_opening_by_the_inverse(tmp_path):
+    """A net whose opening swings 0.5 of the real lips' on unseen people draws twice its opening about the mean;
+    the spread survives the file, an older file (none) loads at 1, and a crafted one is named."""
+    from dataclasses import replace
+
+    from talkhead.checkpoint import load_checkpoint, save_checkpoint
+
+    raw = torch.randn(1, 30, 384)
+    motion = torch.zeros(1, 30, SPEC.dim)
+    head = replace(_head(), gap_mean=0.1, spread=0.5)
+    want = head.gap_mean + head.gap_std * head.opening(raw)[0] / 0.5
+    got = drawn_gap(head.apply(raw, motion)[0])
+    reachable = (want > 0.01) & (want < 0.2)
+    assert bool(reachable.sum() > 10) and torch.allclose(got[reachable], want[reachable], atol=2e-3)
+    head.save(tmp_path / "h.safetensors")
+    assert load_head(tmp_path / "h.safetensors").spread == 0.5
+    tensors, meta = load_checkpoint(tmp_path / "h.safetensors")
+    for name, value in (("older", None), ("crafted", 0.01)):
+        m = {k: v for k, v in meta.items() if k not in ("format", "spread")}
+        save_checkpoint(tmp_path / f"{name}.safetensors", tensors, m if value is None else {**m, "spread": value})
+    assert load_head(tmp_path / "older.safetensors").spread == 1.0
+    with pytest.raises(InputError, match=r"crafted\.safetensors.*spread"):
+        load_head(tmp_path / "crafted.safetensors")
+
+
 def test_a_head_survives_its_file_and_a_crafted_file_is_named(tmp_path):
     head = _head()
     head.save(tmp_path / "h.safetensors")

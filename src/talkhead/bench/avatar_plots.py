@@ -16,20 +16,37 @@ def plot_rows(result: dict, path: Path) -> None:
     from talkhead.bench.plots import new_figure, save_figure
 
     pairs = list(result["pairs"])
-    fig, axes = new_figure((3.2 * len(MEASURES), 3.4), dpi=100, ncols=len(MEASURES))
+    fig, axes = new_figure((3.2 * (len(MEASURES) + 1), 3.4), dpi=100, ncols=len(MEASURES) + 1)
     x = np.arange(len(pairs))
     for ax, (key, label) in zip(axes, MEASURES):
         for j, m in enumerate(METHODS):
             vals = [result["pairs"][p]["rows"][m].get(key) or 0.0 for p in pairs]
             ax.bar(x + (j - 1) * 0.27, vals, 0.27, label=m)
-        ax.set_xticks(x, [f"{p}\n-> {result['pairs'][p]['held_out'][:14]}" for p in pairs], fontsize=7)
+        ax.set_xticks(x, pairs, fontsize=7)  # the held-out videos are named in the JSON
         ax.set_title(label, fontsize=9)
         if key in ("detail_ratio", "flicker_ratio"):
             ax.axhline(1.0, color="k", lw=0.8, ls="--")
     axes[0].legend(fontsize=7, loc="lower left")
+    _by_pose(axes[-1], result, pairs)
     fig.suptitle("avatars re-enacting held-out real video (2 CPU cores)", fontsize=10)
     fig.tight_layout()
     save_figure(fig, path, dpi=90)
+
+
+def _by_pose(ax, result: dict, pairs: list[str]) -> None:
+    """Avatar minus warp renderer, lower-face dB, in each bin of head pose novelty (``bench.avatar.by_pose``)."""
+    width = 0.8 / max(1, len(pairs))
+    for j, p in enumerate(pairs):
+        b = result["pairs"][p].get("by_pose")
+        if not b:
+            continue
+        x = np.arange(len(b["bins_deg"]))
+        gain = [a - w if a is not None and w is not None else 0.0 for a, w in zip(b["avatar"], b["warp"])]
+        ax.bar(x + (j - (len(pairs) - 1) / 2) * width, gain, width, label=p)
+        ax.set_xticks(x, [f"{d} deg" for d in b["bins_deg"]], fontsize=7)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_title("avatar - warp (dB) by pose novelty", fontsize=9)
+    ax.legend(fontsize=7)
 
 
 def sheet(views: dict, path: Path, per_pair: int = 3) -> None:

@@ -60,13 +60,17 @@ def score_clip(corpus: Path, row: dict, drives: dict, cfg: LipsBenchConfig) -> d
     real, valid, neutral = a["gap"], a["valid"], np.asarray(row["neutral"], np.float32)
     wav = a["audio_filmed"].astype(np.float32) / 32767
 
-    def scored(pred: np.ndarray) -> dict:
+    def scored(pred: np.ndarray, gap: bool = True) -> dict:
         lag, r, r0 = lagged_r(real, pred, valid, cfg.max_lag)
-        return {"r": round(r, 4), "lag": lag, "r_at_zero": round(r0, 4)}
+        out = {"r": round(r, 4), "lag": lag, "r_at_zero": round(r0, 4)}
+        if gap:  # how far it opens and closes against the real lips (the same units: a lip gap over face width)
+            ok = np.asarray(valid[:len(pred)], bool)
+            out["spread"] = round(float(np.std(pred[:len(ok)][ok]) / max(1e-9, float(np.std(real[:len(ok)][ok])))), 3)
+        return out
 
     out = {"id": row["id"], "person": row["person"], "split": row["split"], "frames": row["frames"],
            "valid_share": row["valid_share"], "offset_frames": row.get("offset_frames"),
-           "capture": scored(motion_gap(neutral, a["motion"])), "loudness": scored(loudness(wav, len(real)))}
+           "capture": scored(motion_gap(neutral, a["motion"])), "loudness": scored(loudness(wav, len(real)), gap=False)}
     for name, model in drives.items():
         motion = speech_motion(model, wav, cfg.seed)
         out[name] = scored(motion_gap(neutral, motion))
@@ -164,16 +168,22 @@ def run_lips_bench(videos: list[str | Path], out: str | Path, cfg: LipsBenchConf
 
 
 def summarise(clips: list[dict]) -> dict:
-    """Per measure: each person's mean r over their clips, and the mean and lowest over people."""
+    """Per measure: each person's mean r over their clips, and the mean and lowest over people; with the
+    opening's spread against the real lips (``score_clip``), its mean over people too."""
     measures = sorted({k for c in clips for k, v in c.items() if isinstance(v, dict) and "r" in v})
     out = {}
     for m in measures:
         per: dict[str, list[float]] = {}
+        spread: dict[str, list[float]] = {}
         for c in clips:
             if m in c:
                 per.setdefault(c["person"], []).append(c[m]["r"])
+                if "spread" in c[m]:
+                    spread.setdefault(c["person"], []).append(c[m]["spread"])
         people = {p: round(float(np.mean(v)), 4) for p, v in sorted(per.items())}
         vals = list(people.values())
         out[m] = {"mean": round(float(np.mean(vals)), 4), "min": round(float(np.min(vals)), 4),
                   "people": people, "clips": sum(len(v) for v in per.values())}
+        if spread:
+            out[m]["spread"] = round(float(np.mean([np.mean(v) for v in spread.values()])), 3)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from talkhead.cli.common import add_device, add_video_limit, check_device
@@ -35,13 +36,18 @@ def _cmd_bench_latent(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench_avatar(args: argparse.Namespace) -> None:
-    from talkhead.bench.avatar import AvatarBenchConfig, run_avatar_bench
+    from talkhead.bench.avatar import PAIRS, AvatarBenchConfig, run_avatar_bench
     from talkhead.cli.common import set_threads
 
     set_threads(args.threads)
-    if not Path(args.videos).is_dir():
-        raise InputError(f"no such folder of videos: {args.videos} (see shared/data/videos/README.md)")
-    cfg = AvatarBenchConfig(videos=args.videos, pairs=tuple(args.pairs), work=args.work)
+    for folder in (args.videos, args.talking):
+        if not Path(folder).is_dir():
+            raise InputError(f"no such folder of videos: {folder} (see shared/data/videos/README.md)")
+    unknown = sorted(set(args.pairs or ()) - set(PAIRS))
+    if unknown:
+        raise InputError(f"unknown pair {unknown[0]!r}; known: {', '.join(PAIRS)}")
+    cfg = AvatarBenchConfig(videos=args.videos, talking=args.talking, work=args.work)
+    cfg = replace(cfg, pairs=tuple(args.pairs)) if args.pairs else cfg
     run_avatar_bench(args.out, cfg, progress=not args.quiet)
     print(f"wrote {Path(args.out) / 'avatar.json'}, avatar.png and avatar_sheet.png")
 
@@ -340,7 +346,8 @@ def _register_faces(bsub: argparse._SubParsersAction) -> None:
     av.add_argument("--out", required=True, help="folder: avatar.json, avatar.png, avatar_sheet.png")
     av.add_argument("--work", default="runs/avatar-bench", help="where the avatars are trained (resumes)")
     av.add_argument("--videos", default="../shared/data/videos", help="the real videos (shared/data/videos)")
-    av.add_argument("--pairs", nargs="+", choices=["cap12", "pexels"], default=["cap12", "pexels"])
+    av.add_argument("--talking", default="../shared/data/talking", help="real talking video (shared/data/talking)")
+    av.add_argument("--pairs", nargs="+", help="cap12, pexels, edtalk (default: all)")
     av.add_argument("--threads", type=int, default=2)
     av.add_argument("--quiet", action="store_true")
     add_video_limit(av)

@@ -146,6 +146,7 @@ def _register_lips(msub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_lipnet(args: argparse.Namespace) -> None:
+    from talkhead.motion.lipnet import MIN_SPREAD
     from talkhead.motion.train.lipnet import LipNetTrainConfig, train_lipnet
 
     set_threads(args.threads)
@@ -159,6 +160,8 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
         raise InputError("--augment must be >= 0 and --dropout in [0, 1)")
     if not 0 <= cfg.synthetic_share < 1:
         raise InputError(f"--synthetic-share must be in [0, 1), got {cfg.synthetic_share:g}")
+    if not MIN_SPREAD <= cfg.spread <= 1:
+        raise InputError(f"--spread must be in [{MIN_SPREAD}, 1], got {cfg.spread:g}")
     _said(train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet, synthetic=args.synthetic))
 
 

@@ -37,6 +37,7 @@ from talkhead.rig.spec import SPEC
 
 LIPS_DIR = MODELS_DIR / "lips"
 DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
+MIN_SPREAD = 0.25  # a head whose opening would be widened more than 4x is a crafted file, not a measurement
 MAX_MEMBERS = 16  # an ensemble larger than this is a crafted file, not a lip net
 DEFAULT_LIVE = "lips-whisper-live"  # the one a live student wears: trained on live speech's view of the audio
 
@@ -163,6 +164,11 @@ class LipHead:
     gap_mean: float  # the standard face's drawn gap of captured real motion: z-units -> gap
     gap_std: float
     meta: dict[str, Any] | None = None
+    # How far the lips drawn from this kind of net swing on people it never heard, against the captured lips'
+    # swing (1: as far; ``bench lips``'s spread, the fold nets' over the capture's, recipes/lipnet.sh). Trained by
+    # regression, a net predicts the expected opening, which swings less than lips do: ``apply`` widens the
+    # opening about its mean by the inverse, so a mouth opens and closes about as far as a person's.
+    spread: float = 1.0
 
     def fits(self, features: FeatureConfig) -> bool:
         """Whether the head reads the front end a motion model uses."""
@@ -180,12 +186,13 @@ class LipHead:
         """Raw features [B, T, dim] and motion [B, T, 58] (rig units) -> motion with the net's lip opening."""
         b, t, d = motion.shape
         flat = motion.reshape(b * t, d).float()
-        target = (self.gap_mean + self.gap_std * self.opening(raw)).reshape(-1).clamp_min(0.0)
+        z = self.opening(raw) / self.spread
+        target = (self.gap_mean + self.gap_std * z).reshape(-1).clamp_min(0.0)
         return follow_gap(flat, target).reshape(b, t, d).to(motion)
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
         meta = {**(self.meta or {}), **(extra or {}), "kind": "lipnet", "lipnet": asdict(self.net.cfg),
-                "features": asdict(self.features), "gap": [self.gap_mean, self.gap_std]}
+                "features": asdict(self.features), "gap": [self.gap_mean, self.gap_std], "spread": self.spread}
         tensors = {**{f"net.{k}": v for k, v in self.net.state_dict().items()},
                    "feat_mean": self.feat_mean, "feat_std": self.feat_std}
         save_checkpoint(path, tensors, meta)
@@ -214,8 +221,12 @@ def load_head(name_or_path: str | Path) -> LipHead:
         if mean.shape != (cfg.dim,) or std.shape != (cfg.dim,) or not bool((std > 0).all()):
             raise ValueError("its feature normalisation does not match the net")
         gap_mean, gap_std = (float(v) for v in meta["gap"])
+        spread = float(meta.get("spread", 1.0))  # a head saved before the field: its opening as the net says
+        if not MIN_SPREAD <= spread <= 1.0:
+            raise ValueError(f"its opening's spread must be in [{MIN_SPREAD}, 1], not {spread}")
     net.eval()
-    return LipHead(net, feats, mean, std, gap_mean, gap_std, meta={k: meta[k] for k in ("train",) if k in meta})
+    return LipHead(net, feats, mean, std, gap_mean, gap_std, meta={k: meta[k] for k in ("train",) if k in meta},
+                   spread=spread)
 
 
 def shipped_head(live: bool = False) -> Path | None:

@@ -55,10 +55,12 @@ def test_the_command_names_bad_settings(talking_corpus, tmp_path, capsys):
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", str(tmp_path / "x.pt")]) == 2
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--members", "0"]) == 2
     assert "--members" in capsys.readouterr().err
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--spread", "1.5"]) == 2
+    assert "--spread" in capsys.readouterr().err
     assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--iters", "3", "--batch", "2",
                  "--augment", "0", "--members", "2", "--quiet"]) == 0
     assert "learnt from 1 people: ann" in capsys.readouterr().out
-    assert load_head(out).net.cfg.members == 2
+    assert load_head(out).net.cfg.members == 2 and load_head(out).spread == 1.0
     assert json.loads((tmp_path / "x.log.jsonl").read_text().splitlines()[-1])["steps"] == 3
 
 
@@ -79,3 +81,4 @@ def test_the_live_view_trains_on_what_a_live_session_hears(talking_corpus, tmp_p
     assert not torch.allclose(f_live, f_off, atol=1e-2)  # one-frame blocks hear less than 28 s ones
     with pytest.raises(InputError, match="--augment"):
         gap_clips(talking_corpus, (), 1, "live")
+

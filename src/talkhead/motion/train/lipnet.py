@@ -51,6 +51,10 @@ class LipNetTrainConfig:
                                                   "choices": ("offline", "live")})
     ahead: int = field(default=-1, metadata={"help": "frames of audio after a frame the net reads (-1: as many as "
                                                      "before it; live speech: the live student's look-ahead)"})
+    spread: float = field(default=1.0, metadata={"help": "how far the lips this net's kind draws swing on people it "
+                                                        "never heard, against the captured lips' swing (measured on "
+                                                        "folds: recipes/lipnet.sh); the head widens its opening by the "
+                                                        "inverse"})
     hold_out: tuple[str, ...] = field(default=(), metadata={"help": "people never learnt from (comma-separated)",
                                                             "metavar": "P1,P2,..."})
     seed: int = field(default=0, metadata={"help": "seed of weights and batches"})
@@ -223,7 +227,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
 
     def on_checkpoint(step: int, loss: float, avg: nn.Module) -> None:
         meta["train"].update(step=step, seconds=round(time.time() - t0, 1))
-        LipHead(avg, WHISPER, mean, std, gap_mean, gap_std).save(out, meta)
+        LipHead(avg, WHISPER, mean, std, gap_mean, gap_std, spread=cfg.spread).save(out, meta)
 
     fit_cfg = FitConfig(steps=cfg.iters, lr=cfg.lr, weight_decay=cfg.weight_decay, ema=cfg.ema, ema_warmup=True,
                         seed=cfg.seed, ckpt_every=500)
@@ -235,3 +239,4 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     with open(out.with_suffix(".log.jsonl"), "a") as f:
         f.write(json.dumps(report) + "\n")
     return report
+
