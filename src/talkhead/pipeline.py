@@ -18,7 +18,7 @@ from talkhead.audio.tts import Speech
 from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
 from talkhead.motion.model import MotionModel, in_person_range, load_model
-from talkhead.motion.stream import MotionConfig, motion_from_audio
+from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 
 
@@ -102,20 +102,21 @@ class Frame(NamedTuple):
 
 
 def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: MotionConfig = MotionConfig(),
-           stride: int = 1, batch: int = 32, **view) -> Iterator[Frame]:
+           stride: int = 1, batch: int = 32, hearing: Hearing = OFFLINE, tail: np.ndarray | None = None
+           ) -> Iterator[Frame]:
     """Speech arriving in chunks (16 kHz mono) -> frames, each as soon as it is final.
 
     Stages: audio front end in blocks, motion windows continuing the previous window's tail, then the
     renderer in batches fixed by frame index. ``generate`` is this generator fed the whole recording, so a
-    stream gives the same frames however speech is chunked. ``view`` is how the motion stream hears the
-    speech (``motion.stream.MotionStream``'s ``block_s``, ``context_s``, ``right_s``, ``lookahead``, ``step``,
-    ``window``, ``ramp``, ``precision``) and ``tail``, the motion shown just before, which the speech continues from (a live face).
+    stream gives the same frames however speech is chunked. ``hearing`` is how the motion stream hears the
+    speech (``motion.stream.Hearing``: offline by default) and ``tail``, the motion shown just before, which the
+    speech continues from (a live face).
     A renderer with a ``lip_range`` (an avatar's) has the lips opened in that person's own range.
     """
     from talkhead.motion.stream import MotionStream
 
     model = in_person_range(model, getattr(renderer, "lip_range", None))
-    motion = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
+    motion = MotionStream(model, cfg, hearing, tail)
 
     def blocks() -> Iterator[np.ndarray]:
         for chunk in chunks:

@@ -8,7 +8,7 @@ import torch
 
 from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load
-from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
+from talkhead.motion.stream import Hearing, MotionConfig, MotionStream, motion_from_audio
 from talkhead.motion.windows import LowLatencyRunner, RampRunner, WindowRunner, run_windows, window_starts
 
 
@@ -68,9 +68,10 @@ def test_long_clip_is_deterministic_and_seed_dependent(tiny_teacher):
     # Streamed in 100 ms pieces with short feature blocks, the same seed gives the same motion as
     # the same stream fed at once: chunking never changes the result (stochastic samplers included).
     for sampler in ("ddim", "ddpm"):
-        at_once = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
+        cfg, short = MotionConfig(steps=4, seed=3, sampler=sampler), Hearing(block_s=1.0, context_s=0.5)
+        at_once = MotionStream(model, cfg, short)
         whole = np.concatenate([*at_once.push(wav), *at_once.flush()])
-        pieces = MotionStream(model, 3, 4, sampler, block_s=1.0, context_s=0.5)
+        pieces = MotionStream(model, cfg, short)
         parts = [m for s in range(0, len(wav), 1600) for m in pieces.push(wav[s:s + 1600])]
         assert np.array_equal(np.concatenate([*parts, *pieces.flush()]), whole)
         assert sum(len(p) for p in parts) >= 70  # the first window came out before the end of speech
@@ -169,20 +170,21 @@ def test_a_say_streamed_with_a_ramp_meets_the_offline_motion(tiny_teacher):
     model = load(tiny_teacher)
     wav = synthesize("This sentence is long enough to need several windows of motion, one after another, "
                      "so that they have to be joined without seams.", "us-male").wav
-    tail = np.zeros((12, 58), np.float32)
-    offline = MotionStream(model, 3, 4, tail=tail)
+    tail, cfg = np.zeros((12, 58), np.float32), MotionConfig(steps=4, seed=3)
+    offline = MotionStream(model, cfg, tail=tail)
     whole = np.concatenate([*offline.push(wav), *offline.flush()])
-    ramp = MotionStream(model, 3, 4, tail=tail, block_s=4.0, context_s=1.0, ramp=Ramp())
+    ramped = Hearing(block_s=4.0, context_s=1.0, ramp=Ramp())
+    ramp = MotionStream(model, cfg, ramped, tail=tail)
     parts, first = [], None
     for s in range(0, len(wav), 640):
         parts += list(ramp.push(wav[s:s + 640]))
         if first is None and parts:
             first = s // 640 + 1
     got = np.concatenate([*parts, *ramp.flush()])
-    at_once = MotionStream(model, 3, 4, tail=tail, block_s=4.0, context_s=1.0, ramp=Ramp())
+    at_once = MotionStream(model, cfg, ramped, tail=tail)
     assert np.array_equal(np.concatenate([*at_once.push(wav), *at_once.flush()]), got)
     assert first == 10 and got.shape == whole.shape
     jaw = SPEC["jawOpen"]
     assert pearson(got[:, jaw], whole[:, jaw]) > 0.9
     with pytest.raises(ValueError):
-        MotionStream(model, 3, 4, ramp=Ramp())  # a ramp continues from motion shown before
+        MotionStream(model, cfg, Hearing(ramp=Ramp()))  # a ramp continues from motion shown before

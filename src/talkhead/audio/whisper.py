@@ -24,7 +24,7 @@ MAX_FRAMES = 3000  # the encoder's positional table covers 30 s of mel frames
 WORKERS = 2
 # "float32" is what every model learnt from. "int8" weights run the encoder 2.8x faster on this CPU (4.0 against
 # 11.5 ms for a live frame's 0.9 s of audio) with states at cosine 0.999 to float32's: a live session, which runs
-# the encoder for every frame, uses them (serve.session.live_stream_args; docs/serve.md).
+# the encoder for every frame, uses them (serve.session.live_hearing; docs/serve.md).
 PRECISIONS = ("float32", "int8")
 
 

@@ -88,9 +88,9 @@ def speech_motion(model, wav: np.ndarray, seed: int) -> np.ndarray:
 
     if "live" not in model.meta:
         return motion_from_audio(model, wav, MotionConfig(seed=seed))
-    from talkhead.serve.session import live_stream_args
+    from talkhead.serve.session import live_hearing
 
-    return motion_from_audio(model, wav, MotionConfig(seed=seed), chunk=HOP, **live_stream_args(model))
+    return motion_from_audio(model, wav, MotionConfig(seed=seed), chunk=HOP, hearing=live_hearing(model))
 
 
 def rendered_gap(row: dict, motion: np.ndarray, size: int) -> np.ndarray:

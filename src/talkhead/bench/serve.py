@@ -17,6 +17,7 @@ import json
 import os
 import struct
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -238,17 +239,17 @@ def client_audio_lips(model_name: str, live_name: str | None) -> dict:
     from talkhead.audio.io import load_audio
     from talkhead.metrics import pearson
     from talkhead.motion.model import load_model
-    from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
+    from talkhead.motion.stream import Hearing, MotionConfig, MotionStream, motion_from_audio
     from talkhead.rig.spec import SPEC
-    from talkhead.serve.session import idle_track, live_stream_args
+    from talkhead.serve.session import idle_track, live_hearing
 
     model = load_model(model_name)
     live = model if live_name is None else load_model(live_name)
-    view = {"block_s": 0.2, "context_s": 0.2, "lookahead": 4} if live_name is None else live_stream_args(live)
+    hearing = Hearing(block_s=0.2, context_s=0.2, lookahead=4) if live_name is None else live_hearing(live)
     rs, waits = [], []
     for wav_path in sorted(SPEECH.glob("*.wav")):
         wav = load_audio(wav_path)
-        stream, rows, first = MotionStream(live, 0, tail=idle_track(12, 0), **view), [], None
+        stream, rows, first = MotionStream(live, hearing=hearing, tail=idle_track(12, 0)), [], None
         for i in range(0, len(wav), 640):
             rows += list(stream.push(wav[i:i + 640]))
             if first is None and sum(len(r) for r in rows):
@@ -257,6 +258,7 @@ def client_audio_lips(model_name: str, live_name: str | None) -> dict:
         offline = motion_from_audio(model, wav, MotionConfig(seed=0))
         rs.append(pearson(motion[:, SPEC["jawOpen"]], offline[:, SPEC["jawOpen"]]))
         waits.append(first)
+    view = {k: v for k, v in asdict(hearing).items() if v is not None}  # what it heard, as the JSON has said it
     return {"live_model": live_name, "view": view, "recordings": len(rs),
             "jaw_r_vs_offline_mean": round(float(np.mean(rs)), 3), "jaw_r_vs_offline_min": round(float(np.min(rs)), 3),
             "first_frame_waits_for_audio_ms": max(waits) * 40}

@@ -55,31 +55,53 @@ class Ramp:
         return tuple(out)
 
 
+@dataclass(frozen=True)
+class Hearing:
+    """How a motion stream hears speech. The defaults are offline: 28 s feature blocks with 1 s of context each
+    side, whole windows. Live speech hears short blocks (``block_s``, ``context_s`` before, ``right_s`` after)
+    and samples low-latency windows (``lookahead`` frames of features past the ``step`` new frames of each,
+    ``window`` frames long; ``motion.model.LowLatencyRunner``); a live student's own view is
+    ``serve.session.live_hearing``. ``precision``: the Whisper encoder's ("float32" or "int8"). ``ramp``: speech
+    that arrives faster than it is spoken (a say being synthesised), its first frames from short windows over
+    short blocks (``Ramp``); it continues from motion shown before."""
+
+    block_s: float = 28.0
+    context_s: float = 1.0
+    right_s: float | None = None
+    lookahead: int | None = None
+    step: int = 2
+    window: int | None = None
+    precision: str = "float32"
+    ramp: Ramp | None = None
+
+
+OFFLINE = Hearing()
+
+
 class MotionStream:
     """Push 16 kHz audio as it arrives, get motion [m, 58] in rig units; ``flush`` at the end of speech.
 
     Offline motion is this stream fed the whole recording, so for the same seed a stream gives the
     same frames however the audio is chunked. Latency: a frame is out once its window's 80 frames of
-    features are (3.2 s of speech), and features wait for ``block_s`` + ``context_s`` of audio.
+    features are (3.2 s of speech), and features wait for ``block_s`` + ``context_s`` of audio (``Hearing``).
     """
 
-    def __init__(self, model: MotionModel, seed: int = 0, steps: int | None = None, sampler: str | None = None,
-                 guidance: float = 1.0, block_s: float = 28.0, context_s: float = 1.0,
-                 tail: np.ndarray | None = None, lookahead: int | None = None, right_s: float | None = None,
-                 step: int = 2, window: int | None = None, ramp: Ramp | None = None,
-                 precision: str = "float32") -> None:
-        # ``ramp``: speech that arrives faster than it is spoken (a say being synthesised), whose first frames
-        # come from low-latency windows over short feature blocks; it continues from a ``tail``.
-        if ramp is not None and (tail is None or lookahead is not None):
+    def __init__(self, model: MotionModel, cfg: MotionConfig | None = None, hearing: Hearing = OFFLINE,
+                 tail: np.ndarray | None = None) -> None:
+        """``cfg``: the sampling (seed, steps, sampler, guidance; default ``MotionConfig()``); ``tail``: motion
+        shown just before this speech, which it continues from (a live face)."""
+        cfg, h = cfg or MotionConfig(), hearing
+        if h.ramp is not None and (tail is None or h.lookahead is not None):
             raise ValueError("a ramp continues from a tail, and is not a lookahead runner")
         self.model = model
-        first = () if ramp is None else ramp.blocks(model.cfg.tail)
-        self.features = FeatureStream(model.features, block_s, context_s, right_s, first, precision)
+        first = () if h.ramp is None else h.ramp.blocks(model.cfg.tail)
+        self.features = FeatureStream(model.features, h.block_s, h.context_s, h.right_s, first, h.precision)
         # Initial noise from the seed, window by window; stochastic samplers get their own stream.
-        noise = torch.Generator().manual_seed(seed)
-        extra = torch.Generator().manual_seed(seed + 1_000_003)
-        self.runner = model.runner(noise, steps, sampler, guidance, generator=extra, lookahead=lookahead, step=step,
-                                   window=window, ramp=None if ramp is None else (ramp.steps, ramp.lookaheads))
+        noise = torch.Generator().manual_seed(cfg.seed)
+        extra = torch.Generator().manual_seed(cfg.seed + 1_000_003)
+        self.runner = model.runner(noise, cfg.steps, cfg.sampler, cfg.guidance, generator=extra, lookahead=h.lookahead,
+                                   step=h.step, window=h.window,
+                                   ramp=None if h.ramp is None else (h.ramp.steps, h.ramp.lookaheads))
         self._skip, self._early = 0, None
         if tail is not None:
             # Motion already shown (rig units, at least the window overlap) before this speech. It becomes
@@ -136,12 +158,11 @@ class MotionConfig:
             raise InputError(f"--steps must be at least 1, got {self.steps}")
 
 
-def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig(),
-                      chunk: int | None = None, **view) -> np.ndarray:
+def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig | None = None,
+                      chunk: int | None = None, hearing: Hearing = OFFLINE) -> np.ndarray:
     """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once,
-    or ``chunk`` samples at a time with ``view`` (``MotionStream``'s block and look-ahead settings: e.g. a live
-    session's, ``serve.session.live_stream_args``)."""
-    stream = MotionStream(model, cfg.seed, cfg.steps, cfg.sampler, cfg.guidance, **view)
+    or ``chunk`` samples at a time as ``hearing`` hears it (e.g. a live session's, ``serve.session.live_hearing``)."""
+    stream = MotionStream(model, cfg, hearing)
     step = chunk or max(1, len(wav))
     return np.concatenate([b for i in range(0, len(wav), step) for b in stream.push(wav[i:i + step])]
                           + list(stream.flush()))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from talkhead.config import DEFAULT_VOICE, FPS, HOP
-from talkhead.motion.stream import MotionConfig, Ramp
+from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, Ramp
 from talkhead.pipeline import stream
 from talkhead.rig.spec import SPEC
 
@@ -62,12 +62,11 @@ def idle_track(n: int, seed: int) -> np.ndarray:
 LIVE_PRECISION = "int8"
 
 
-def live_stream_args(model) -> dict:
-    """``pipeline.stream``'s settings for a live student: the view of speech it was fine-tuned on."""
+def live_hearing(model) -> Hearing:
+    """How a live student hears speech: the view it was fine-tuned on, its encoder in ``LIVE_PRECISION``."""
     v = model.meta["live"]
-    return {"block_s": v["block"] / FPS, "context_s": v["left"] / FPS, "right_s": v["right"] / FPS,
-            "lookahead": v["lookahead"], "step": v["step"], "window": v["window"],
-            "precision": LIVE_PRECISION}
+    return Hearing(block_s=v["block"] / FPS, context_s=v["left"] / FPS, right_s=v["right"] / FPS,
+                   lookahead=v["lookahead"], step=v["step"], window=v["window"], precision=LIVE_PRECISION)
 
 
 def warm_up(model, wav: np.ndarray) -> None:
@@ -75,8 +74,10 @@ def warm_up(model, wav: np.ndarray) -> None:
     and live windows), so that the first utterance does not wait for the encoder's load and the first window."""
     from talkhead.motion.stream import motion_from_audio
 
-    live = live_stream_args(model) if "live" in model.meta else {}
-    motion_from_audio(model, wav, MotionConfig(), **({"chunk": HOP, **live} if live else {}))
+    if "live" in model.meta:
+        motion_from_audio(model, wav, MotionConfig(), chunk=HOP, hearing=live_hearing(model))
+    else:
+        motion_from_audio(model, wav, MotionConfig())
 
 
 class LiveSession:
@@ -296,14 +297,14 @@ class LiveSession:
             utt.audio.append(utt.wav)
         audio = _Pcm(utt)
         # Speech known whole (say) is encoded and sampled as offline; client audio as it arrives.
-        model, live = self.model, {}
+        model, hearing = self.model, OFFLINE
         if utt.sentences:
-            live = {"block_s": self.sentence_block_s, "context_s": 1.0, "ramp": self.ramp}
+            hearing = Hearing(block_s=self.sentence_block_s, context_s=1.0, ramp=self.ramp)
         elif utt.wav is None and self.live_model is not None:
-            model, live = self.live_model, live_stream_args(self.live_model)
+            model, hearing = self.live_model, live_hearing(self.live_model)
         elif utt.wav is None:
-            live = {"block_s": self.block_s, "context_s": self.block_s, "lookahead": self.lookahead}
-        frames = stream(chunks, model, self.renderer, self.motion, batch=2, tail=self._shown, **live)
+            hearing = Hearing(block_s=self.block_s, context_s=self.block_s, lookahead=self.lookahead)
+        frames = stream(chunks, model, self.renderer, self.motion, batch=2, hearing=hearing, tail=self._shown)
         # Each frame is held until the next exists, so the last one can say so. (Showing the first at once
         # would gain 2 frames on live speech but stall the next: it waits for 2 more frames of audio.)
         # A say's frame goes at once where its speech is known to go on past it: its next frame is a

@@ -11,7 +11,7 @@ from talkhead.audio.tts import synthesize
 from talkhead.motion.model import load, load_model
 from talkhead.motion.stream import MotionStream
 from talkhead.motion.train.live import LiveConfig, LiveObjective, make_pairs, train_live
-from talkhead.serve.session import idle_track, live_stream_args
+from talkhead.serve.session import idle_track, live_hearing
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +67,7 @@ def test_objective_loss_falls_on_a_batch_it_trains_on(live_student):
 def test_a_live_stream_puts_out_its_first_frame_three_frames_after_its_audio(speech, live_student):
     path, _, _ = live_student
     model = load(path)
-    a = live_stream_args(model)
-    stream = MotionStream(model, 0, block_s=a["block_s"], context_s=a["context_s"], right_s=a["right_s"],
-                          tail=idle_track(12, 0), lookahead=a["lookahead"], step=a["step"])
+    stream = MotionStream(model, hearing=live_hearing(model), tail=idle_track(12, 0))
     wav, first = speech[0], None
     for i in range(0, len(wav), 640):  # 40 ms at a time, as a microphone would send it
         if sum(len(m) for m in stream.push(wav[i:i + 640])) and first is None:
