@@ -67,7 +67,7 @@ def test_the_command_names_an_unknown_pair_or_a_missing_folder(tmp_path, capsys)
 
     base = ["bench", "avatar", "--out", str(tmp_path / "out"), "--videos", str(tmp_path), "--talking", str(tmp_path)]
     assert main([*base, "--pairs", "cap12", "nobody"]) == 2
-    assert "unknown pair 'nobody'; known: cap12, pexels, edtalk" in capsys.readouterr().err
+    assert "unknown pair 'nobody'; known: cap12, pexels, edtalk, andrew" in capsys.readouterr().err
     assert main([*base[:-1], str(tmp_path / "none")]) == 2
     assert "no such folder of videos" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -182,6 +182,10 @@ def test_a_person_who_opens_wider_is_drawn_opening_wider_at_the_same_moments(tmp
     free = (base > 0.005) & (wide > 0.005)  # neither clamped at a shut mouth
     assert free.mean() > 0.5 and np.abs(z_base - z_wide)[free].max() < 0.05, np.abs(z_base - z_wide)[free].max()
     assert wide.std() > 1.7 * base.std()
+    # A narrower range than the head's (a video where the mouth moved little) leaves the head's own.
+    assert np.allclose(gap(in_person_range(model, (0.03, 0.01))), base)
+    part = in_person_range(model, (0.03, 0.06)).lips  # each of mean and spread at least the head's
+    assert (part.gap_mean, part.gap_std) == (0.06, 0.06)
     assert in_person_range(model, None) is model and in_person_range(load("student-1-whisper"), (0.1, 0.1)).lips is None
     for bad in ((0.1, 0.0), (float("nan"), 0.1), (0.1, float("inf"))):
         with pytest.raises(InputError, match="lip range"):

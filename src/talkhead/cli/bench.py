@@ -347,7 +347,7 @@ def _register_faces(bsub: argparse._SubParsersAction) -> None:
     av.add_argument("--work", default="runs/avatar-bench", help="where the avatars are trained (resumes)")
     av.add_argument("--videos", default="../shared/data/videos", help="the real videos (shared/data/videos)")
     av.add_argument("--talking", default="../shared/data/talking", help="real talking video (shared/data/talking)")
-    av.add_argument("--pairs", nargs="+", help="cap12, pexels, edtalk (default: all)")
+    av.add_argument("--pairs", nargs="+", help="cap12, pexels, edtalk, andrew (default: all)")
     av.add_argument("--threads", type=int, default=2)
     av.add_argument("--quiet", action="store_true")
     add_video_limit(av)
