@@ -56,6 +56,22 @@ class Ramp:
 
 
 @dataclass(frozen=True)
+class MotionConfig:
+    """How motion is made: a model (name or path) and its sampling, or phoneme targets."""
+
+    model: str | None = None  # None: the default shipped model
+    steps: int | None = None  # None: the model's own (a student's step count, 50 for the teacher)
+    sampler: str | None = None
+    guidance: float = 1.0
+    seed: int = 0
+    driver: str = "model"  # "model" or "phones"
+
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.steps < 1:
+            raise InputError(f"--steps must be at least 1, got {self.steps}")
+
+
+@dataclass(frozen=True)
 class Hearing:
     """How a motion stream hears speech. The defaults are offline: 28 s feature blocks with 1 s of context each
     side, whole windows. Live speech hears short blocks (``block_s``, ``context_s`` before, ``right_s`` after)
@@ -86,11 +102,11 @@ class MotionStream:
     features are (3.2 s of speech), and features wait for ``block_s`` + ``context_s`` of audio (``Hearing``).
     """
 
-    def __init__(self, model: MotionModel, cfg: MotionConfig | None = None, hearing: Hearing = OFFLINE,
+    def __init__(self, model: MotionModel, cfg: MotionConfig = MotionConfig(), hearing: Hearing = OFFLINE,
                  tail: np.ndarray | None = None) -> None:
-        """``cfg``: the sampling (seed, steps, sampler, guidance; default ``MotionConfig()``); ``tail``: motion
-        shown just before this speech, which it continues from (a live face)."""
-        cfg, h = cfg or MotionConfig(), hearing
+        """``cfg``: the sampling (seed, steps, sampler, guidance); ``tail``: motion shown just before this speech,
+        which it continues from (a live face)."""
+        h = hearing
         if h.ramp is not None and (tail is None or h.lookahead is not None):
             raise ValueError("a ramp continues from a tail, and is not a lookahead runner")
         self.model = model
@@ -142,23 +158,7 @@ class MotionStream:
         return self.model.norm.audio(feats)[None]
 
 
-@dataclass(frozen=True)
-class MotionConfig:
-    """How motion is made: a model (name or path) and its sampling, or phoneme targets."""
-
-    model: str | None = None  # None: the default shipped model
-    steps: int | None = None  # None: the model's own (a student's step count, 50 for the teacher)
-    sampler: str | None = None
-    guidance: float = 1.0
-    seed: int = 0
-    driver: str = "model"  # "model" or "phones"
-
-    def __post_init__(self) -> None:
-        if self.steps is not None and self.steps < 1:
-            raise InputError(f"--steps must be at least 1, got {self.steps}")
-
-
-def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig | None = None,
+def motion_from_audio(model: MotionModel, wav: np.ndarray, cfg: MotionConfig = MotionConfig(),
                       chunk: int | None = None, hearing: Hearing = OFFLINE) -> np.ndarray:
     """Mono 16 kHz audio [N] -> motion [T, 58] at 25 fps, T = ceil(N / 640): a motion stream fed all at once,
     or ``chunk`` samples at a time as ``hearing`` hears it (e.g. a live session's, ``serve.session.live_hearing``)."""
