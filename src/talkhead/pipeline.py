@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from talkhead.audio.features import warm
 from talkhead.audio.tts import Speech
 from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
@@ -182,7 +183,7 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
 
     _check_outputs(cfg, out, latents_out)
     times: dict[str, float] = {}
-    model = _timed(times, "model", lambda: None if cfg.motion.driver == "phones" else load_model(cfg.motion.model))
+    model = _timed(times, "model", _motion_model, cfg.motion)
     renderer = _timed(times, "face", face_renderer, cfg, latents_only=out is None)
     if latents_out and out is not None:
         renderer.recorded = []
@@ -213,6 +214,16 @@ def generate(cfg: GenerateConfig, out: str | None, motion_out: str | None = None
     if motion_out:
         save_motion(motion_out, cadence_motion(np.stack(shown), cfg.cadence_stride))
     return {"frames": len(shown), "seconds": len(shown) / FPS, **{f"{k}_s": round(v, 3) for k, v in times.items()}}
+
+
+def _motion_model(cfg: MotionConfig) -> MotionModel | None:
+    """The model ``cfg`` drives with (None: phone targets), its speech encoder set loading in the background while
+    the photo and the speech are read."""
+    if cfg.driver == "phones":
+        return None
+    model = load_model(cfg.model)
+    warm(model.features, OFFLINE.precision)
+    return model
 
 
 def _timed(times: dict[str, float], stage: str, fn, *args, **kwargs):

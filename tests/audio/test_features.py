@@ -167,3 +167,17 @@ def test_int8_states_are_close_to_float32_and_a_bad_precision_is_named(arctic):
     assert float(torch.nn.functional.cosine_similarity(a, b, dim=1).min()) > 0.99
     with pytest.raises(ValueError, match="float32 or int8"):
         encode(arctic[:3200], precision="float16")
+
+
+def test_a_warmed_encoder_is_loaded_once_and_encodes_as_before(arctic):
+    # generate has the encoder load beside the photo and the speech; an encode meanwhile waits for that load.
+    from talkhead.audio import whisper
+    from talkhead.audio.features import warm
+
+    before = whisper.encode(arctic[:16_000])
+    whisper._load.cache_clear()
+    warm(FeatureConfig(kind="whisper"))
+    during = whisper.encode(arctic[:16_000])
+    assert np.array_equal(during, before) and whisper._load.cache_info().currsize == 1
+    warm(FeatureConfig(kind="logmel"))  # nothing to load
+    assert whisper._load.cache_info().misses == 1

@@ -61,7 +61,9 @@ def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_av
     rec = av.engine.decode(av.bank["latent"][picks]).astype(np.float32)
     restored = np.stack([r + av.detail(int(i)) for r, i in zip(rec, picks)])
     vae_err, left = np.abs(rec - real[picks]).mean(), np.abs(restored - real[picks]).mean()
-    assert left < 0.3 * vae_err and left < 2.5  # JPEG at quality 90 keeps the detail to a level or two
+    # JPEG at quality 90 keeps the detail to two or three levels (2.4-2.6 as the tiny training's outcome varies with
+    # the video it learns from; without the detail, the VAE's own error, about 47).
+    assert left < 0.3 * vae_err and left < 3.0
 
 
 def test_a_bank_of_stretches_is_the_bank_of_their_frames_whatever_the_stretches(tiny_avatar):

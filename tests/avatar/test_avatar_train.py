@@ -17,6 +17,7 @@ from talkhead.avatar.file import load_avatar
 from talkhead.cli import main
 from talkhead.latent.engine import load_engine
 from talkhead.latent.vae import load_vae
+from talkhead.rig.spec import SPEC
 
 
 def test_trained_avatar_describes_itself(tiny_avatar):
@@ -149,3 +150,41 @@ def test_avatar_info_says_what_the_file_holds(tiny_avatar, capsys):
     assert main(["avatar", "info", str(tiny_avatar.with_name("absent.avatar"))]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such avatar file" in err[0]
+
+
+def test_an_avatar_conditioned_on_the_warped_mouth_and_finer_maps_trains_and_draws(tiny_avatar, tiny_avatar_cfg,
+                                                                                    talking_video, tmp_path):
+    # Issue 48: the denoiser may also see its reference warped by the motion, and the mouth maps drawn finer.
+    import shutil
+    from dataclasses import replace
+
+    from talkhead.avatar.renderer import AvatarRenderer
+    from talkhead.avatar.train import train_avatar
+
+    work = tmp_path / "warped.avatar.work"  # the same ingested data and VAE; new denoisers
+    work.mkdir()
+    for f in tiny_avatar.with_name(tiny_avatar.name + ".work").glob("*"):
+        if f.name.startswith(("data.", "vae.")):
+            shutil.copy(f, work / f.name)
+    cfg = replace(tiny_avatar_cfg, structure=True, map_detail=2, students=(), critic=0.0)
+    train_avatar([talking_video[0]], tmp_path / "warped.avatar", cfg, progress=False, log=lambda *a: None)
+    av, plain = load_avatar(tmp_path / "warped.avatar"), load_avatar(tiny_avatar)
+    assert av.structured and not plain.structured
+    assert av.engine.cfg.context == 2 * av.engine.cfg.latent and av.engine.cfg.geometry == 8
+    shut, wide = av.base_motion[:1].copy(), av.base_motion[:1].copy()
+    wide[0, SPEC["jawOpen"]] = 1.0  # the warped reference opens its mouth
+    s = av.structure(np.concatenate([shut, wide]))
+    assert s.shape == (2, av.engine.cfg.latent, av.grid, av.grid) and not torch.allclose(s[0], s[1])
+    assert av.maps(shut).shape == (1, 8, av.grid, av.grid)
+    frames = list(AvatarRenderer(av, seed=0).frames(av.base_motion[:6]))
+    assert len(frames) == 6 and frames[0].shape == av.base[0].shape
+
+
+def test_the_vae_is_4x_down_up_to_its_setting_and_a_bad_map_detail_is_refused():
+    from talkhead.avatar.train import AvatarTrainConfig, vae_widths
+    from talkhead.errors import InputError
+
+    assert len(vae_widths(128, AvatarTrainConfig())) == 2 and len(vae_widths(160, AvatarTrainConfig())) == 3
+    assert len(vae_widths(160, AvatarTrainConfig(vae_4x_up_to=256))) == 2
+    with pytest.raises(InputError, match="map-detail"):
+        AvatarTrainConfig(map_detail=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from tiny_latent import TINY_TRAIN
 
@@ -44,3 +45,23 @@ def test_an_engine_with_mouth_maps_trains_samples_and_exports(tiny_vae, tiny_fac
     export_onnx(eng, tmp_path / "onnx")
     ort = OnnxEngine(tmp_path / "onnx", eng, threads=1)
     assert torch.allclose(ort.sample(anchor["latent"], m, noise, [999, 499], eng.maps(anchor, m)), z, atol=1e-3)
+
+
+def test_fine_maps_are_the_coarse_cells_split_and_name_their_detail():
+    # An avatar on an 8x VAE sees a mouth 5 cells wide: its maps may draw each cell 4 x 4 finer, as channels.
+    from talkhead.face.framing import CHANNELS, map_detail
+
+    motion, marks = scripted_motion(script_length())
+    rows = motion[[marks["open vowel"], marks["bilabial closure"]]]
+    crop = WarpRenderer(default_photo(), 128, framing=1.9).background
+    rig = reference_rig(crop)
+    coarse, fine = mouth_maps(rig, rows, 128, 16), mouth_maps(rig, rows, 128, 16, fine=4)
+    assert fine.shape == (2, CHANNELS * 16, 16, 16) and 0 <= fine.min() and fine.max() <= 1
+    back = torch.nn.functional.avg_pool2d(torch.nn.functional.pixel_shuffle(fine, 4), 4)
+    # The same shares of each cell, up to where the two drawings' edge pixels fall (a quarter of a cell's row).
+    assert (back - coarse).abs().max() <= 0.3 and (back - coarse).abs().mean() < 0.01
+    opening = fine[:, :16].sum(dim=(1, 2, 3))
+    assert opening[0] > 3 * opening[1]
+    assert map_detail(CHANNELS) == 1 and map_detail(CHANNELS * 16) == 4
+    with pytest.raises(ValueError):
+        map_detail(5)

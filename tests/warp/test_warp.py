@@ -157,3 +157,18 @@ def test_portrait_frames_keep_the_face_and_move_the_lips():
     assert 0.8 < box[1] / box[0] < 1.4 and faces[0].width > 0.3 * 180
     gaps = [inner_gap(f.landmarks) / f.width for f in faces]
     assert gaps[0] + 0.05 < gaps[1], gaps
+
+
+@pytest.mark.parametrize("parted", [True, False])
+def test_the_photos_lip_curves_read_from_their_table_are_the_curves(parted):
+    # The photo's lips are tabled once (a quarter of a frame's time went to evaluating them at every pixel).
+    from talkhead.warp.mouth import LipGap, _curve
+
+    lm = torch.as_tensor(detect_face(default_photo(), "photo").landmarks, dtype=torch.float32)
+    gap = LipGap(lm, 100.0, parted)
+    u = (torch.rand(4, 30, 40, generator=torch.Generator().manual_seed(0)) - 0.5) * 4 * gap.half
+    un, vn = gap.lips
+    top, bottom = _curve(un.expand(-1, 4, -1), vn.expand(-1, 4, -1), u)
+    g, mid = gap._gap_mid(u)
+    assert (g - (bottom - top).clamp(min=0)).abs().max() < 1e-3
+    assert (mid - (bottom + top) / 2).abs().max() < 1e-3

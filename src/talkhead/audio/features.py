@@ -106,6 +106,14 @@ def _block(x: np.ndarray, cfg: FeatureConfig, precision: str = "float32") -> tor
     return torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))
 
 
+def warm(cfg: FeatureConfig, precision: str = "float32") -> None:
+    """Have the front end's weights (Whisper's) load in the background while the caller does other work."""
+    if cfg.kind == "whisper":
+        from talkhead.audio.whisper import warm as warm_whisper
+
+        warm_whisper(precision)
+
+
 class FeatureStream:
     """Audio arriving in chunks -> feature rows, exactly the rows ``extract`` gives for the whole audio.
 

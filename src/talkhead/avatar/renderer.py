@@ -97,8 +97,9 @@ class AvatarRenderer:
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
+        context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
         z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
-                            geometry=a.maps(drive), context=v.context)
+                            geometry=a.maps(drive), context=context)
         crops = self._decode(z, chosen, v.window).astype(np.float32)
         if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
             for k, ring in enumerate(v.ring):

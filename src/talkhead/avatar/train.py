@@ -39,7 +39,11 @@ class AvatarTrainConfig:
     """The default recipe: 9.5 min on 2 cores for 2.3 min of video (13-15 min on one thread for 20-53 s)."""
 
     data: AvatarDataConfig = field(default_factory=AvatarDataConfig)
-    vae_widths: tuple[int, ...] = (32, 64)  # 4x down; crops over 128 px get a third stage (8x)
+    vae_widths: tuple[int, ...] = (32, 64)  # 4x down; crops over ``vae_4x_up_to`` px get a third stage (8x)
+    # The largest crop side whose VAE stays 4x down (a latent grid of side / 4 cells; above it, side / 8). 256 on the
+    # lecturer (160 px): lip r 0.76 against 0.70, 23.73 against 24.11 dB, training 8.0 against 3.5 min
+    # (docs/avatar.md, "Why the new people's lips do not follow").
+    vae_4x_up_to: int = field(default=128, metadata={"help": "crops up to this side get a 4x VAE, larger ones 8x"})
     vae_latent: int = 4  # latent channels (8: 33.6 against 32.6 dB on cap13's lower face, detail 0.21 against 0.16)
     vae_steps: int = field(default=700, metadata={"help": "steps of the person's VAE"})
     vae_batch: int = 16
@@ -53,6 +57,13 @@ class AvatarTrainConfig:
     critic_steps: int = 600
     critic_lr: float = 5e-4
     widths: tuple[int, int, int] = (32, 64, 96)
+    # The mouth maps' cells drawn this many times finer, as channels (``face.framing.mouth_maps``); their memory in
+    # training grows with its square. 4 on the lecturer and EDTalk: lip r +0.03 and +0.01, PSNR the same.
+    map_detail: int = field(default=1, metadata={"help": "mouth maps drawn N x N finer than the latent grid"})
+    # The denoiser also sees the reference crop warped by the frame's motion (``avatar.data.structure_crops``), the
+    # warp renderer's mouth geometry. Lecturer / EDTalk: lip r 0.71 / 0.47 against 0.70 / 0.55 (from noise it helps:
+    # 0.645 against 0.540), so it is off by default.
+    structure: bool = field(default=False, metadata={"help": "condition on the warp renderer's drawing of the mouth"})
     teacher_steps: int = field(default=1500, metadata={"help": "steps of the latent denoiser"})
     # Sampling is a bridge from the person's reference latent noised to ``bridge_t`` (not pure noise at
     # T = 1000), in ``sample_steps`` DDIM steps: on cap12 the 2-step bridge is within 0.1 dB of 4 steps,
@@ -83,12 +94,20 @@ class AvatarTrainConfig:
     base_side: int = field(default=1280, metadata={"help": "base frames' longer side at most, px"})
     seed: int = field(default=0, metadata={"help": "randomness of every stage"})
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.map_detail <= 8:
+            raise InputError(f"--map-detail must be 1 to 8, not {self.map_detail}")
+
 
 def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
     # What a stage's files depend on: the videos, how they become crops and the networks' shapes. Step
     # counts and learning rates may change between runs (a stage then continues to its new count).
     shape = {"data": asdict(cfg.data), "vae_widths": cfg.vae_widths, "widths": cfg.widths, "patch": cfg.vae_patch,
              "latent": cfg.vae_latent}
+    # Settings added later are keys only when set, so that runs made before they existed resume.
+    for k, plain in (("map_detail", 1), ("structure", False), ("vae_4x_up_to", 128)):
+        if getattr(cfg, k) != plain:
+            shape[k] = getattr(cfg, k)
     h = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode())
     for v in videos:  # by content, read in chunks (a phone's video may be GBs): a renamed copy is the same run
         with open(v, "rb") as f:
@@ -113,9 +132,9 @@ def _save_data(path: Path, d: AvatarData) -> None:
 CLIP_ARRAYS = ("frames", "motion", "affine", "frame_index", "points")
 
 
-def load_data(path: Path, grid_down: int, cfg: AvatarDataConfig) -> AvatarData:
+def load_data(path: Path, grid_down: int, cfg: AvatarDataConfig, fine: int = 1, structure: bool = False) -> AvatarData:
     """``data.npz`` (ingested with ``cfg``) back as ``AvatarData``, conditioned for a VAE ``grid_down`` pixels a
-    latent cell."""
+    latent cell (mouth maps ``fine`` times finer; the warped reference with ``structure``)."""
     from talkhead.avatar.data import condition
 
     z = np.load(path)
@@ -128,7 +147,7 @@ def load_data(path: Path, grid_down: int, cfg: AvatarDataConfig) -> AvatarData:
     side = int(z["side"])
     d = AvatarData(side, clips, z["reference"], z["ref_points"], z["crop_to_ref"], z["crop_points"], z["paste"],
                    z["hidden"], json.loads(str(z["report"])), cfg)
-    return condition(d, side // grid_down)
+    return condition(d, side // grid_down, fine=fine, structure=structure)
 
 
 def bridge_grid(t0: int, steps: int) -> list[int]:
@@ -137,8 +156,8 @@ def bridge_grid(t0: int, steps: int) -> list[int]:
 
 
 def vae_widths(side: int, cfg: AvatarTrainConfig) -> tuple[int, ...]:
-    """4x down up to 128 px crops, 8x above: the latent grid stays 24-32 cells a side."""
-    return cfg.vae_widths if side <= 128 else (*cfg.vae_widths, cfg.vae_widths[-1])
+    """4x down up to ``vae_4x_up_to`` px crops (128), 8x above: the latent grid stays 24-32 cells a side."""
+    return cfg.vae_widths if side <= cfg.vae_4x_up_to else (*cfg.vae_widths, cfg.vae_widths[-1])
 
 
 def _train_vae(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
@@ -268,7 +287,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     clock.lap("ingest_s")
     side = int(np.load(data_path)["side"])
     down = 2 ** len(vae_widths(side, cfg))
-    d = load_data(data_path, down, cfg.data)
+    d = load_data(data_path, down, cfg.data, cfg.map_detail, cfg.structure)
     log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
     vae_path = work / "vae.safetensors"
     if not _done(vae_path, cfg.vae_steps):
@@ -277,7 +296,8 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     if cfg.critic > 0 and not _done(work / "decoder.safetensors", cfg.critic_steps):
         _sharpen_decoder(work, d, cfg, progress)
     clock.lap("decoder_s")
-    net = LatentConfig(latent=cfg.vae_latent, widths=cfg.widths, geometry=2, context=cfg.vae_latent, residual=False)
+    net = LatentConfig(latent=cfg.vae_latent, widths=cfg.widths, geometry=2 * cfg.map_detail ** 2,
+                       context=cfg.vae_latent * (2 if cfg.structure else 1), residual=False)
     tcfg = LatentTrainConfig(steps=cfg.teacher_steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
                              distill_steps=cfg.student_steps)
     grid = bridge_grid(cfg.bridge_t, cfg.sample_steps)

@@ -32,15 +32,20 @@ def _clip(path: Path) -> Path:
     return path
 
 
-def _run(args: list[str], cache: str) -> float:
+def _run(args: list[str], cache: str, source: str | None = None) -> float:
     env = {**os.environ, "TALKHEAD_CACHE": cache}
+    if source is not None:  # another checkout's package, ahead of this one's
+        env["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [os.environ.get("PYTHONPATH")])])
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "talkhead.cli", *args], env=env, check=True, capture_output=True)
     return time.perf_counter() - t
 
 
-def run_startup_bench(out: str | Path, runs: int = 5, model: str | None = None, image: str | None = None) -> dict:
-    """Median whole-process seconds over ``runs`` per case; writes startup.json and startup.png."""
+def run_startup_bench(out: str | Path, runs: int = 5, model: str | None = None, image: str | None = None,
+                      against: str | None = None) -> dict:
+    """Median whole-process seconds over ``runs`` per case; writes startup.json and startup.png. ``against``:
+    another checkout's ``src`` folder, whose seen-photo case runs between these (the same machine's noise on both),
+    reported as ``against_seen_photo_s`` and the ratio of the two medians."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as d:
@@ -50,14 +55,22 @@ def run_startup_bench(out: str | Path, runs: int = 5, model: str | None = None, 
         args += ["--image", image] if image else []
         seen_cache = str(Path(d) / "cache")
         _run(args, seen_cache)  # registers the photo (and warms the OS file cache for both cases)
-        seen, new = [], []
+        seen, new, other = [], [], []
+        if against is not None:
+            _run(args, seen_cache, against)
         for i in range(runs):
             seen.append(_run(args, seen_cache))
             new.append(_run(args, str(Path(d) / f"fresh{i}")))
+            if against is not None:
+                other.append(_run(args, seen_cache, against))
     result = {"clip_s": 6.6, "runs": runs, "model": model or "default", "image": image or "astronaut",
               "seen_photo_s": round(float(np.median(seen)), 3), "new_photo_s": round(float(np.median(new)), 3),
               "seen_runs_s": [round(v, 3) for v in seen], "new_runs_s": [round(v, 3) for v in new],
               "cpu_count": os.cpu_count()}
+    if against is not None:
+        result.update(against=str(against), against_seen_photo_s=round(float(np.median(other)), 3),
+                      against_seen_runs_s=[round(v, 3) for v in other],
+                      seen_ratio_to_against=round(float(np.median(seen) / np.median(other)), 3))
     atomic_write(out / "startup.json", json.dumps(result, indent=1).encode())
     _plot(result, out / "startup.png")
     return result

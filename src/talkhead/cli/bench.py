@@ -117,9 +117,12 @@ def _cmd_bench_startup(args: argparse.Namespace) -> None:
 
     if args.runs < 1:
         raise InputError(f"--runs must be at least 1, got {args.runs}")
-    r = run_startup_bench(args.out, args.runs, args.model, args.image)
+    if args.against is not None and not (Path(args.against) / "talkhead" / "__init__.py").is_file():
+        raise InputError(f"--against takes a checkout's src folder (holding talkhead/), not {args.against}")
+    r = run_startup_bench(args.out, args.runs, args.model, args.image, args.against)
+    beside = f" ({r['seen_ratio_to_against']}x of {args.against}'s {r['against_seen_photo_s']} s)" if args.against else ""
     print(f"generate --audio (6.6 s clip), whole process, median of {r['runs']}: {r['seen_photo_s']} s with a "
-          f"photo seen before, {r['new_photo_s']} s with a new one; wrote {Path(args.out) / 'startup.json'}")
+          f"photo seen before{beside}, {r['new_photo_s']} s with a new one; wrote {Path(args.out) / 'startup.json'}")
 
 
 def _cmd_bench_serve(args: argparse.Namespace) -> None:
@@ -229,6 +232,8 @@ def _register_live(bsub: argparse._SubParsersAction) -> None:
     st.add_argument("--runs", type=int, default=5)
     st.add_argument("--model", default=None, help="motion model (default: the default one)")
     st.add_argument("--image", default=None, help="photo (default: the astronaut)")
+    st.add_argument("--against", default=None, metavar="SRC",
+                    help="another checkout's src folder, run between these runs: speeds compared in one run")
     st.set_defaults(func=_cmd_bench_startup)
     sv = bsub.add_parser("serve", help="the live server over loopback: latencies, frame pacing, sessions at 25 fps, "
                           "and the page over WebRTC in headless Chromium")

@@ -30,17 +30,31 @@ def reference_rig(crop: np.ndarray):
     return fit_rig(face.landmarks / 2)
 
 
-def mouth_maps(rig, motion: np.ndarray | torch.Tensor, crop: int, side: int) -> torch.Tensor:
-    """[T, 2, side, side] in [0, 1]: the share of each latent cell inside the mouth opening and the lips."""
+def mouth_maps(rig, motion: np.ndarray | torch.Tensor, crop: int, side: int, fine: int = 1) -> torch.Tensor:
+    """[T, 2 * fine², side, side] in [0, 1]: the share of each latent cell inside the mouth opening and the lips.
+
+    ``fine`` > 1 draws each cell as fine x fine sub-cells, stacked as channels (a pixel unshuffle): where in a
+    cell an edge runs, which a cell's share alone leaves the network to guess (a mouth 5 cells wide on an 8x
+    VAE's grid)."""
     from talkhead.face.template import project_points
 
     pts = project_points(rig, torch.as_tensor(np.asarray(motion, np.float32)))[:, :68].detach().numpy()
-    k = side * _DRAW / crop
-    out = np.zeros((len(pts), CHANNELS, side, side), np.float32)
+    fine = max(1, int(fine))
+    draw = max(2, _DRAW // fine)  # supersampling of each sub-cell
+    n = side * fine
+    k = n * draw / crop
+    out = np.zeros((len(pts), CHANNELS, n, n), np.float32)
     for t, p in enumerate(pts * k):
         for c, idx in enumerate((range(60, 68), range(48, 60))):
-            img = Image.new("L", (side * _DRAW, side * _DRAW), 0)
+            img = Image.new("L", (n * draw, n * draw), 0)
             ImageDraw.Draw(img).polygon([tuple(p[i]) for i in idx], fill=255)
-            a = np.asarray(img, np.float32).reshape(side, _DRAW, side, _DRAW).mean(axis=(1, 3)) / 255
-            out[t, c] = a
-    return torch.from_numpy(out)
+            out[t, c] = np.asarray(img, np.float32).reshape(n, draw, n, draw).mean(axis=(1, 3)) / 255
+    return torch.nn.functional.pixel_unshuffle(torch.from_numpy(out), fine) if fine > 1 else torch.from_numpy(out)
+
+
+def map_detail(geometry: int) -> int:
+    """The ``fine`` of maps that fill ``geometry`` input channels of a network (``LatentConfig.geometry``)."""
+    fine = round((geometry / CHANNELS) ** 0.5)
+    if CHANNELS * fine * fine != geometry:
+        raise ValueError(f"{geometry} geometry channels are not mouth maps of any detail")
+    return fine

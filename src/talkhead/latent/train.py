@@ -61,7 +61,8 @@ class FramePairs:
 
     A clip is a dict with ``frames`` uint8 [n, S, S, 3], ``motion`` [n, 58] and ``reference`` [S, S, 3];
     optionally ``maps`` (its mouth maps [n, G, h, w]) and ``context`` (uint8 [n, S, S, 3]: the frames an
-    avatar engine sees around what it draws, encoded as latents here). ``references`` [N, k] (indices into
+    avatar engine sees around what it draws, encoded as latents here), with ``structure`` (uint8 [n, S, S, 3], the
+    avatar's reference warped by each frame's motion) encoded beside it. ``references`` [N, k] (indices into
     all the clips' frames): each frame's reference is one of its row's frames, drawn at random, instead of
     its clip's reference (an avatar's mouth bank, ``avatar.mouths``).
     """
@@ -78,7 +79,9 @@ class FramePairs:
         self.first = torch.from_numpy(np.concatenate([s + np.arange(n - 1) for s, n in zip(starts, lengths)]))
         self.clip_of = torch.from_numpy(np.repeat(np.arange(len(clips)), lengths))
         self.refs_raw = np.stack([c["reference"] for c in clips])
-        context = [c["context"] for c in clips] if engine.cfg.context else None
+        # Each clip's context: its masked frames, and an avatar's warped reference too (``structure``), side by side.
+        context = [[c["context"]] + ([c["structure"]] if "structure" in c else []) for c in clips] \
+            if engine.cfg.context else None
         self.latents, self.context = self._encode(engine, cache, context)
         self.references = engine.encode_many(self.refs_raw)
         self.maps = None
@@ -91,20 +94,20 @@ class FramePairs:
         self.bank = None if references is None else torch.as_tensor(references, dtype=torch.int64)
 
     def _encode(self, engine: LatentEngine, cache: Path | None,
-                context: list[np.ndarray] | None) -> tuple[Tensor, Tensor | None]:
+                context: list[list[np.ndarray]] | None) -> tuple[Tensor, Tensor | None]:
         # Encoding every crop takes minutes: a resumed run (or a student's) reuses it when the VAE,
         # the statistics and the crops are the same ones. Context frames are encoded clip by clip, never
         # concatenated (another copy of every crop), and not touched at all on a cache hit.
         key = fingerprint([*engine.vae.state_dict().values(), engine.lat_mean, engine.lat_std,
                            torch.from_numpy(self.frames[::97].copy())]
-                          + [torch.from_numpy(c[::97].copy()) for c in context or []])
+                          + [torch.from_numpy(a[::97].copy()) for c in context or [] for a in c])
         if cache is not None and cache.is_file():
             stored = torch.load(cache)
             if stored.get("key") == key:
                 ctx = stored.get("context")
                 return stored["z"].float(), ctx.float() if ctx is not None else None
         z = engine.encode_many(self.frames)
-        ctx = torch.cat([engine.encode_many(c) for c in context]) if context is not None else None
+        ctx = torch.cat([torch.cat([engine.encode_many(a) for a in c], 1) for c in context]) if context else None
         if cache is not None:
             buf = io.BytesIO()
             torch.save({"key": key, "z": z.half(), "context": ctx.half() if ctx is not None else None}, buf)
