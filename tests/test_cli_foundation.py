@@ -172,3 +172,15 @@ def test_each_command_is_built_from_its_own_family_alone():
     assert commands(build_parser()) == set(COMMANDS)
     for cmd, family in COMMANDS.items():
         assert commands(build_parser([cmd])) == {c for c, f in COMMANDS.items() if f == family}
+
+
+def test_a_generate_refused_while_its_speech_encoder_loads_exits_cleanly(tmp_path: Path) -> None:
+    # generate starts loading the Whisper encoder before it reads the audio; a process that ends on a missing file
+    # meanwhile must wait for that load, not tear the interpreter down under it (it crashed 8 times in 12: -11, -6).
+    import subprocess
+    import sys
+
+    for _ in range(4):
+        bad = subprocess.run([sys.executable, "-m", "talkhead.cli", "generate", "--audio", str(tmp_path / "none.wav"),
+                              "-o", str(tmp_path / "x.mp4")], capture_output=True, text=True)
+        assert bad.returncode == 2 and "none.wav" in bad.stderr

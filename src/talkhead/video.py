@@ -24,6 +24,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.util import atomic_path
 
@@ -54,7 +55,7 @@ def _too_long(path: Path, seconds: float, limit: float) -> InputError:
     return InputError(f"{path.name} runs past {limit:g} s (to {seconds:.0f} s): cut it shorter or raise --max-seconds")
 
 
-def iter_frames(path: str | Path, fps: int = 25, max_seconds: float | None = None) -> Iterator[np.ndarray]:
+def iter_frames(path: str | Path, fps: int = FPS, max_seconds: float | None = None) -> Iterator[np.ndarray]:
     """The video's frames resampled to ``fps`` (each time takes the nearest earlier frame), uint8 [H, W, 3]
     one at a time, so a long video is never held whole, and upright (a display rotation applied). Any
     container and frame rate PyAV decodes; the audio is not looked at. A missing, corrupt or frameless
@@ -103,12 +104,12 @@ def _upright(frame) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(img, quarter)) if quarter else img
 
 
-def read_frames(path: Path, fps: int = 25) -> np.ndarray:
+def read_frames(path: Path, fps: int = FPS) -> np.ndarray:
     """The video's frames resampled to ``fps`` (nearest earlier frame), uint8 [T, H, W, 3]."""
     return np.stack(list(iter_frames(path, fps)))
 
 
-def frame_estimate(path: str | Path, fps: int = 25) -> int | None:
+def frame_estimate(path: str | Path, fps: int = FPS) -> int | None:
     """How many frames ``iter_frames`` will yield, from the container's duration (for a progress bar)."""
     import av
 
@@ -217,7 +218,7 @@ def _encode(tmp: Path, frames: Iterable[np.ndarray], audio: np.ndarray | None, s
 
 
 def write_mp4(path: str | os.PathLike, frames: Iterable[np.ndarray], audio: np.ndarray | None,
-              sample_rate: int = 16_000, fps: int = 25, progress: Callable[[int], None] | None = None,
+              sample_rate: int = 16_000, fps: int = FPS, progress: Callable[[int], None] | None = None,
               codec: str = "libx264", rotation: int = 0) -> Path:
     """Encode frames (uint8 [H, W, 3] each) and mono float32 audio to an mp4; returns the path.
 

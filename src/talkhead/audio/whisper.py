@@ -78,7 +78,9 @@ def warm(precision: str = "float32", threads: int = 0) -> threading.Thread:
         except Exception:  # noqa: BLE001 - the first encode meets the same error where its caller handles it
             pass
 
-    t = threading.Thread(target=load, daemon=True)
+    # Not a daemon: a process that ends (a bad input found meanwhile) waits for the load instead of tearing down
+    # the interpreter under CTranslate2's loading thread, which crashed it (exit -11).
+    t = threading.Thread(target=load, name="whisper-load")
     t.start()
     return t
 

@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 from talkhead.avatar.data import AvatarData
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.latent.engine import LatentEngine
 
@@ -128,7 +129,7 @@ def bank_tensors(engine: LatentEngine, data: AvatarData, budget_mb: float | None
             "bank.detail_offsets": detail["offsets"], "bank.norms": norms[keep_t]}
 
 
-def keep_seconds(nbytes: np.ndarray, ends: np.ndarray, budget: float, second: int = 25) -> np.ndarray:
+def keep_seconds(nbytes: np.ndarray, ends: np.ndarray, budget: float, second: int = FPS) -> np.ndarray:
     """Indices of the frames kept so that their ``nbytes`` [N] sum to at most ``budget``: all of them if they fit,
     else whole seconds (runs of ``second`` frames, never across a stretch's end ``ends`` [N]) spread evenly
     through the video, so that the bank keeps mouths from all of it, each played forward as filmed."""

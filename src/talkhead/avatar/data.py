@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.face.affine import apply, invert, similarity
 from talkhead.face.track import FaceTrack, cut_frames
@@ -34,7 +35,7 @@ STABLE = [27, 28, 29, 30, 31, 33, 35, 36, 39, 42, 45]  # nose bridge, nostrils, 
 class AvatarDataConfig:
     """How a person's video becomes crops."""
 
-    fps: int = 25
+    fps: int = FPS
     max_side: int = field(default=256, metadata={"help": "face crops' side at most, px (a smaller face: less)"})
     min_side: int = 64
     crop_widths: float = 1.5  # crop side in face widths: brows to below the chin

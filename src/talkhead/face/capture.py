@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.video import frame_estimate, frame_runs, iter_frames
 
@@ -23,7 +24,7 @@ from talkhead.video import frame_estimate, frame_runs, iter_frames
 class VideoConfig:
     size: int = 128
     framing: float = 1.9  # as FacesConfig's
-    fps: int = 25
+    fps: int = FPS
     min_frames: int = 25  # a clip cut short by a lost face is kept if at least this long
     fit_iters: int = 300
     reg: float = 1e-3  # L2 pull of the blendshapes toward 0, against fitting landmark noise

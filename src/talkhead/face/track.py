@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import FPS
 from talkhead.errors import InputError
 
 
@@ -78,7 +79,7 @@ def face_points(frames: Iterable[np.ndarray], name: str, progress: bool = False,
     return t.keep, t.points, t.boxes
 
 
-def track_video(path: str | Path, fps: int = 25, progress: bool = False, mirror: bool = False) -> FaceTrack:
+def track_video(path: str | Path, fps: int = FPS, progress: bool = False, mirror: bool = False) -> FaceTrack:
     """``track_faces`` over a video file's frames at ``fps``, streamed (``video.iter_frames``)."""
     from talkhead.video import frame_estimate, iter_frames
 
@@ -108,7 +109,7 @@ def cached_track(path: str | Path, fps: int, folder: str | Path | None, progress
     return t
 
 
-def frames_at(path: str | Path, numbers: Iterable[int], fps: int = 25) -> Iterator[tuple[int, np.ndarray]]:
+def frames_at(path: str | Path, numbers: Iterable[int], fps: int = FPS) -> Iterator[tuple[int, np.ndarray]]:
     """(number, frame) for each of ``numbers`` (as ``iter_frames`` counts them), in order, read in one pass that
     stops after the last; a number the video does not reach is an InputError (the file changed under us)."""
     from talkhead.video import iter_frames
@@ -126,7 +127,7 @@ def frames_at(path: str | Path, numbers: Iterable[int], fps: int = 25) -> Iterat
     raise InputError(f"{Path(path).name} ends before frame {wanted[j]}: was it changed while being read?")
 
 
-def cut_frames(path: str | Path, numbers: list[int], cut: Callable[[int, np.ndarray], np.ndarray], fps: int = 25,
+def cut_frames(path: str | Path, numbers: list[int], cut: Callable[[int, np.ndarray], np.ndarray], fps: int = FPS,
                progress: bool = False, desc: str = "frames") -> list[np.ndarray]:
     """``cut(position, frame)`` of each frame in ``numbers`` (sorted), read again from the video: only what
     ``cut`` returns is kept (a crop, a smaller copy)."""
@@ -148,7 +149,7 @@ class ForwardFrames:
     last call stay at hand and earlier ones are let go, so a renderer that walks its base in batches holds one
     batch, whatever the video's length. Asking for a position already let go is a ValueError."""
 
-    def __init__(self, path: str | Path, numbers: list[int], size: tuple[int, int], fps: int = 25) -> None:
+    def __init__(self, path: str | Path, numbers: list[int], size: tuple[int, int], fps: int = FPS) -> None:
         self.numbers, self.shape = list(numbers), (len(numbers), size[1], size[0], 3)
         self._frames = frames_at(path, self.numbers, fps)
         self._read = 0  # positions read so far
