@@ -117,9 +117,9 @@ def test_e2e_bench_writes_stage_shares(tmp_path):
 
 @pytest.mark.parametrize("text, size", [("512", (512, 512)), ("1080x1920", (1080, 1920)), ("96X160", (96, 160))])
 def test_size_accepts_n_or_width_x_height(text, size):
-    from talkhead.cli.generate import size_arg
+    from talkhead.cli import build_parser
 
-    assert size_arg(text) == size
+    assert build_parser().parse_args(["generate", "--text", "Hi.", "--size", text]).size == size
 
 
 @pytest.mark.parametrize("bad", ["12", "wide", "100x", "1080x1920x3", "0x512"])

@@ -9,14 +9,13 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from talkhead.audio.features import warm
 from talkhead.audio.tts import Speech
-from talkhead.config import DEFAULT_VOICE, FPS
+from talkhead.config import FPS, MAX_SIDE, GenerateConfig, RenderConfig
 from talkhead.errors import InputError
 from talkhead.motion.model import MotionModel, in_person_range, load_model
 from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, motion_from_audio
@@ -38,37 +37,14 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(), model
     return motion_from_audio(in_person_range(model, lip_range), speech.wav, cfg)
 
 
-@dataclass(frozen=True)
-class GenerateConfig:
-    """One video: where speech and face come from, how motion is made, how frames are drawn."""
+def renderer_options(cfg: GenerateConfig, latents_only: bool = False) -> dict:
+    """What the chosen renderer takes beyond photo and size: the latent one samples its own cadence."""
+    if cfg.renderer != "latent":
+        return {}
+    from talkhead.latent.renderer import DEFAULT_ENGINE
 
-    image: str | None = None  # None: the astronaut photo bundled with scikit-image
-    audio: str | None = None
-    text: str | None = None
-    transcript: str | None = None  # what --audio says: aligned to it, its phones can drive the lips
-    voice: str = DEFAULT_VOICE
-    motion: MotionConfig = MotionConfig()
-    size: int | tuple[int, int] = 512  # N (square) or (width, height)
-    cadence_stride: int = 1
-    renderer: str = "warp"  # see talkhead.render.RENDERERS
-    latent_engine: str | None = None  # --renderer latent: a shipped engine name or a path (None: the default)
-    avatar: str | None = None  # an .avatar file (talkhead avatar train): its own frames, instead of a photo
-    device: str = "cpu"
-    batch: int = 32
-
-    def renderer_options(self, latents_only: bool = False) -> dict:
-        """What the chosen renderer takes beyond photo and size: the latent one samples its own cadence."""
-        if self.renderer != "latent":
-            return {}
-        from talkhead.latent.renderer import DEFAULT_ENGINE
-
-        return {"engine": self.latent_engine or DEFAULT_ENGINE, "stride": self.cadence_stride,
-                "seed": self.motion.seed, "output": "latents" if latents_only else "frames"}
-
-    @property
-    def stage_stride(self) -> int:
-        """The frame stage's cadence: the latent renderer interpolates latents itself, so its stage draws all."""
-        return 1 if self.renderer == "latent" else self.cadence_stride
+    return {"engine": cfg.latent_engine or DEFAULT_ENGINE, "stride": cfg.cadence_stride,
+            "seed": cfg.motion.seed, "output": "latents" if latents_only else "frames"}
 
 
 def load_speech(cfg: GenerateConfig) -> Speech:
@@ -245,7 +221,7 @@ def face_renderer(cfg: GenerateConfig, latents_only: bool = False):
         return make_renderer("avatar", avatar=cfg.avatar, seed=cfg.motion.seed)
     photo = load_image(cfg.image) if cfg.image else default_photo()
     return make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
-                         **cfg.renderer_options(latents_only=latents_only))
+                         **renderer_options(cfg, latents_only=latents_only))
 
 
 def _frames(cfg: GenerateConfig, model: MotionModel | None, renderer, speech: Speech) -> Iterator[Frame]:
@@ -269,3 +245,31 @@ def _check_outputs(cfg: GenerateConfig, out: str | None, latents_out: str | None
         check_output(latents_out, ".npz")
     if cfg.cadence_stride < 1:
         raise InputError("--cadence-stride must be >= 1")
+
+
+def render_motion(cfg: RenderConfig, out: str, progress: bool = False) -> dict:
+    """Draw ``cfg.motion`` on the photo and write the mp4 (atomically); returns frames, size and seconds."""
+    from tqdm import tqdm
+
+    from talkhead.audio.io import SAMPLE_RATE, load_audio
+    from talkhead.face.detect import default_photo, load_image
+    from talkhead.rig.io import load_motion
+    from talkhead.util import prefetch
+    from talkhead.video import write_mp4
+    from talkhead.warp.renderer import WarpRenderer
+
+    check_output(out)
+    motion = load_motion(cfg.motion)
+    if len(motion) == 0:
+        raise InputError(f"{cfg.motion}: no frames of motion")
+    photo = load_image(cfg.image) if cfg.image else default_photo()
+    if cfg.size is None and max(photo.shape[:2]) > MAX_SIDE:  # its own size: at most what --size allows
+        raise InputError(f"the photo is {photo.shape[1]}x{photo.shape[0]}: give --size WxH "
+                         f"(at most {MAX_SIDE} a side)")
+    audio = load_audio(cfg.audio) if cfg.audio else None
+    renderer = WarpRenderer(photo, cfg.size, cfg.device, name=cfg.image or "astronaut", full_frame=True)
+    bar = tqdm(total=len(motion), unit="frame", desc="render", disable=not progress)
+    write_mp4(out, prefetch(renderer.frames(motion)), audio, SAMPLE_RATE, progress=lambda n: bar.update(1))
+    bar.close()
+    return {"frames": len(motion), "size": renderer.size, "seconds": len(motion) / FPS,
+            "audio_seconds": None if audio is None else len(audio) / SAMPLE_RATE}

@@ -3,6 +3,7 @@ where the sounds are and map to visemes; long texts sentence by sentence; bad vo
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
@@ -29,6 +30,18 @@ def joe():
     return synthesize(TEXT, "joe")
 
 
+@pytest.fixture(scope="module")
+def joe_still():
+    """The same text with Piper's noise off: the same audio and phones every run. With its noise (the voice's
+    own), the jaw's r against the forced alignment below ranged 0.54-0.67 over 12 runs and now and then fell
+    under the bound; still, it is 0.72 every time."""
+    still = functools.partial(piper_tts.synthesize_piper, settings=piper_tts.PiperSettings(noise_scale=0.0,
+                                                                                          noise_w=0.0))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(piper_tts, "synthesize_piper", still)
+        return synthesize(TEXT, "joe")
+
+
 def _tiles(speech) -> None:
     """Phones start at 0, follow one another without gap or overlap, and end where the audio ends."""
     ph = speech.phones
@@ -49,12 +62,13 @@ def test_joe_speaks_16k_float32_with_phones_tiling_the_audio(joe) -> None:
     assert visemes.count("PP") >= 6  # p, p, b, b, m, p, m, m, m: the lips close for each
 
 
-def test_joe_phones_are_where_the_sounds_are(joe) -> None:
+def test_joe_phones_are_where_the_sounds_are(joe_still) -> None:
     # Independent evidence: PocketSphinx's forced alignment of the same audio gives the rig much the same jaw.
+    joe = joe_still
     aligned = align(joe.wav, TEXT)
     n = n_frames(len(joe.wav), SAMPLE_RATE)
     jaw = SPEC["jawOpen"]
-    assert pearson(mouth_targets(joe.phones, n)[:, jaw], mouth_targets(aligned, n)[:, jaw]) > 0.5
+    assert pearson(mouth_targets(joe.phones, n)[:, jaw], mouth_targets(aligned, n)[:, jaw]) > 0.6
     rms = lambda p: float(np.sqrt(np.mean(joe.wav[int(p.start * SAMPLE_RATE):int(p.end * SAMPLE_RATE)] ** 2)))
     vowels = [rms(p) for p in joe.phones if "ˈ" in p.phone]
     assert rms(joe.phones[0]) < 0.2 * np.median(vowels)  # the leading pause is quiet, stressed vowels loud

@@ -255,3 +255,10 @@ def test_sample_rejects_unknown_name_and_bad_timesteps() -> None:
             fn(denoise, x_T, SCHED, [1000, 10])  # out of range
         with pytest.raises(ValueError):
             fn(denoise, x_T, SCHED, [])
+
+
+def test_every_sampler_is_offered_by_the_sampler_flag():
+    # The flag's choices live in talkhead.config, which imports nothing heavy (a command's parser costs nothing).
+    from talkhead.config import SAMPLER_NAMES
+
+    assert sorted(SAMPLER_NAMES) == sorted(SAMPLERS)

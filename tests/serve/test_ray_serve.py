@@ -37,8 +37,9 @@ def deployed(tmp_path_factory):
     """2 replicas of 2 sessions each, 64 px frames, a store in a temporary folder: ("127.0.0.1:PORT", store)."""
     from ray import serve
 
+    from talkhead.scale.ray import RayServeConfig
     from talkhead.serve.app import ServeConfig
-    from talkhead.serve.ray_serve import RayServeConfig, deploy
+    from talkhead.serve.ray_serve import deploy
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -121,8 +122,9 @@ def test_replica_flags_that_cannot_work_are_refused(argv, why, capsys):
 
 def test_check_refuses_an_unknown_router_and_takes_both_known_ones():
     from talkhead.errors import InputError
+    from talkhead.scale.ray import RayServeConfig
     from talkhead.serve.app import ServeConfig
-    from talkhead.serve.ray_serve import RayServeConfig, check, configs_from_args, deployment_options
+    from talkhead.serve.ray_serve import check, configs_from_args, deployment_options
 
     with pytest.raises(InputError, match="--router must be one of sessions, serve, got 'fewest'"):
         check(RayServeConfig(router="fewest"), ServeConfig())

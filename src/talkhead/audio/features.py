@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -29,7 +29,9 @@ from talkhead.rig import n_frames
 class FeatureConfig:
     """Front end settings: 16 kHz input; ``kind`` picks log-mel (80 bands, 10 ms hop) or Whisper states."""
 
-    kind: str = "logmel"  # "logmel" | "whisper"; checkpoints from before the field are log-mel
+    kind: str = field(default="logmel", metadata={  # checkpoints from before the field are log-mel
+        "help": "audio front end, recorded in the checkpoint (README, 'Real speech')", "flag": "--features",
+        "choices": ("logmel", "whisper")})
     pool: str = "mean"  # whisper: "mean" of the two 50 Hz rows of a frame (384 values), or "stack" them (768)
     sample_rate: int = 16_000
     n_fft: int = 512

@@ -30,7 +30,7 @@ from talkhead.avatar.data import AvatarDataConfig, extract
 from talkhead.avatar.file import Avatar, load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.avatar.train import AvatarTrainConfig, train_avatar
-from talkhead.config import FPS
+from talkhead.config import FPS, option
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
 from talkhead.metrics import pearson, psnr_db
@@ -52,11 +52,12 @@ SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav"
 
 @dataclass(frozen=True)
 class AvatarBenchConfig:
-    videos: str = str(VIDEOS)
-    talking: str = str(TALKING)  # real talking video with its speech (the edtalk pair)
-    pairs: tuple[str, ...] = tuple(PAIRS)
+    videos: str = option(str(VIDEOS), "the real videos (shared/data/videos)")
+    talking: str = option(str(TALKING), "real talking video with its speech (shared/data/talking; the edtalk and "
+                                        "andrew pairs)")
+    pairs: tuple[str, ...] = option(tuple(PAIRS), "the pairs measured", nargs="+")
     speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
-    work: str = "runs/avatar-bench"  # where the avatars are trained (resumable; not part of the results)
+    work: str = option("runs/avatar-bench", "where the avatars are trained (resumes; not part of the results)")
     variants: bool = True  # also measure each sampling variant (VARIANTS) on the held-out frames
     # The Pexels clip's first 15 s show the mouth, free of the hand, for 7.2 s (the hand is at the mouth or the
     # chin in frames 54-248, which are not learnt from): under the 10 s an avatar asks of a user's video, so

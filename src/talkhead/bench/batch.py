@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import LIVE_SIZE, option, parse_size
 from talkhead.util import atomic_write
 
 SENTENCES = ("The rain kept falling on the old tin roof.", "Please bring the blue folder to the meeting.",
@@ -32,10 +33,10 @@ TARGETS = {"two_over_one": 1.7, "ray_over_local": 0.9}
 class BatchBenchConfig:
     """What ``bench batch`` runs: how many jobs, their frame size, the worker counts, with or without Ray."""
 
-    jobs: int = 48  # about 0.35 s each: fewer, and a run of a few seconds is mostly noise
-    size: int | tuple[int, int] = 256  # N, or (width, height)
+    jobs: int = option(48, "one-sentence text jobs (about 0.35 s each: fewer, and a run is mostly noise)")
+    size: int | tuple[int, int] = option(LIVE_SIZE, "N or WIDTHxHEIGHT", type=parse_size)
     workers: tuple[int, ...] = (1, 2)
-    ray: bool = True
+    ray: bool = option(True, "also on Ray (--no-ray: the local pool only)")
 
 
 def _size(cfg: BatchBenchConfig) -> str:

@@ -29,6 +29,7 @@ from talkhead.bench.motion import (
     machine_info,
     standard_error,
 )
+from talkhead.config import option
 from talkhead.diffusion.samplers import SAMPLERS
 from talkhead.errors import InputError
 from talkhead.metrics import jitter
@@ -78,10 +79,10 @@ def parse_entry(spec: str) -> Entry:
 class CompareConfig:
     """Which noise seeds and reference the comparison uses."""
 
-    teacher: str = "teacher"
-    seeds: int = 64
-    seed: int = 0  # the first seed; bench motion's table uses seed 0 and its ``seeds`` section 0-15
-    device: str = "cpu"
+    teacher: str = option("teacher", "the reference, sampled with DDIM at S = 50")
+    seeds: int = option(64, "noise seeds, each the clip's whole initial noise")
+    seed: int = option(0, "the first seed (bench motion's table uses seed 0 and its seeds section 0-15)")
+    device: str = option("cpu", choices=("cpu", "cuda"))
 
 
 def paired(base: list[float], other: list[float]) -> dict:

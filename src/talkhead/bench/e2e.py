@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import DEFAULT_VOICE, FPS, HOP
+from talkhead.config import DEFAULT_VOICE, FPS, HOP, VIDEO_SIZE
 from talkhead.metrics import psnr_db
 from talkhead.util import atomic_write
 
@@ -47,7 +47,7 @@ def _stages(renderer, model, cfg, stride: int) -> tuple[dict[str, float], np.nda
     return t, frames
 
 
-def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = 512, device: str = "cpu", runs: int = 3,
+def run_e2e_bench(out_dir: str | Path, size: int | tuple[int, int] = VIDEO_SIZE, device: str = "cpu", runs: int = 3,
                   strides: tuple[int, ...] = (1, 2, 3)) -> dict:
     """Median stage times over ``runs`` for each cadence stride; writes e2e.json and e2e.png."""
     from talkhead.face.detect import default_photo

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from talkhead.config import option
 from talkhead.face.identity import identity_distance, lip_gap
 from talkhead.latent.data import load_faces
 from talkhead.latent.engine import LatentEngine, load_engine
@@ -29,17 +30,18 @@ from talkhead.rig.spec import SPEC
 
 @dataclass(frozen=True)
 class LatentBenchConfig:
-    faces: str = "corpus/faces"
-    engines: tuple[str, ...] = ("latent-teacher", "latent-student-4", "latent-student-2", "latent-student-1")
-    clips_per_identity: int = 2
-    frames: int = 100  # per clip
-    threads: int = 2
-    runs: int = 7
+    faces: str = option("corpus/faces", "face crops with held-out identities (talkhead data faces)")
+    engines: tuple[str, ...] = option(("latent-teacher", "latent-student-4", "latent-student-2", "latent-student-1"),
+                                      "engine names or checkpoints", nargs="+")
+    clips_per_identity: int = option(2, "clips per identity", flag="--clips")
+    frames: int = option(100, "frames per clip")
+    threads: int = option(2, "torch CPU threads")
+    runs: int = option(7, "timed runs")
     batch: int = 32
     steps: tuple[int, ...] = (1, 2, 4, 8)
-    onnx: bool = True
+    onnx: bool = option(True, "also time the ONNX export (--no-onnx: torch only)")
     seed: int = 0
-    beside: str = "latent-student-4"  # the engine timed at 512 px beside the warp renderer, with cadence
+    beside: str = option("latent-student-4", "engine timed at 512 px beside the warp renderer, with cadence")
 
 
 def _clips(cfg: LatentBenchConfig, split: str) -> list[dict]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import HOP
+from talkhead.config import HOP, option
 from talkhead.errors import InputError
 from talkhead.motion.data.talking import clip_arrays, lagged_r, loudness, motion_gap
 from talkhead.util import atomic_write
@@ -33,13 +33,17 @@ from talkhead.util import atomic_write
 
 @dataclass(frozen=True)
 class LipsBenchConfig:
-    models: tuple[str, ...] = ("student-4-whisper", "student-1-whisper", "student-1-whisper-live", "teacher-whisper")
-    fold_names: tuple[str, ...] = ()  # models trained per fold, scored on their fold's people
-    fold_model: str = "runs/lips/fold{fold}/{name}.safetensors"
-    folds: str | None = None  # the folds file (recipes/lips_folds.json)
-    render: tuple[str, ...] = ()  # also measured on warp-rendered frames: "capture" or model names
+    models: tuple[str, ...] = option(("student-4-whisper", "student-1-whisper", "student-1-whisper-live",
+                                      "teacher-whisper"), "models scored on every person they never learnt from "
+                                                          "(comma-separated)")
+    fold_names: tuple[str, ...] = option((), "models trained once per fold, scored on their fold's people "
+                                             "(comma-separated names)")
+    fold_model: str = option("runs/lips/fold{fold}/{name}.safetensors", "where fold {fold}'s model {name} is")
+    folds: str | None = option(None, "JSON {\"folds\": [[person, ...], ...]} (recipes/lips_folds.json)")
+    render: tuple[str, ...] = option((), "also measure on re-detected warp frames: 'capture' and/or model names "
+                                         "(comma-separated)")
     render_size: int = 256
-    max_lag: int = 8
+    max_lag: int = option(8, "lag searched, frames each way")
     seed: int = 0
 
 

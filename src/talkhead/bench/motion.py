@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from talkhead.audio.tts import synthesize
-from talkhead.config import HOP
+from talkhead.config import HOP, option
 from talkhead.metrics import cosine, error_shares, jitter, lipsync_r
 from talkhead.motion.model import MotionModel, load
 from talkhead.motion.net import compile_network
@@ -44,13 +44,14 @@ ROW_KEYS = ("sampler", "steps", "ms_per_clip", "fps", "speedup_vs_teacher50", "c
 class BenchConfig:
     """What the motion benchmark runs."""
 
-    teacher: str = "teacher"
+    teacher: str = option("teacher", "the reference model")
     students: tuple[str, ...] = ("student-4", "student-2", "student-1", "student-consistency")
-    repeats: int = 10
-    lipsync_clips: int = 24
-    device: str = "cpu"
+    repeats: int = option(10, "timed runs of each model")
+    lipsync_clips: int = option(24, "held-out clips for lip sync", flag="--clips")
+    device: str = option("cpu", choices=("cpu", "cuda"))
     seed: int = 0
-    seeds: int = 16  # noise seeds (from ``seed`` on) for the per-seed parity beside the table
+    seeds: int = option(16, "noise seeds (from ``seed`` on) for the per-seed cosines written beside the table (the "
+                            "table uses the first)")
 
 
 def fixed_clip() -> np.ndarray:

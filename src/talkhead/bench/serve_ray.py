@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from talkhead.bench.serve import SETTLE_S  # between levels: the last level's sessions are gone
-from talkhead.config import LIVE_MODEL
+from talkhead.config import LIVE_MODEL, LIVE_SIZE
 from talkhead.util import atomic_write
 
 TARGET_FPS, TARGET_P95_MS = 24.0, 60.0
@@ -40,7 +40,7 @@ class RayServeBenchConfig:
     sessions: int = 8  # at most this many sessions at once (each replica count stops at its first miss)
     max_sessions: int = 4  # each replica's session limit
     seconds: float = 10.0  # each level's length (and the kill test's, after the kill)
-    size: int = 256
+    size: int = LIVE_SIZE
     model: str = LIVE_MODEL
     kill: bool = True
     compare_router: bool = True  # then placement again under Serve's own router (power of two choices)
@@ -200,8 +200,9 @@ def _plain_levels(cfg: RayServeBenchConfig) -> list[dict]:
 
 def run_ray_serve_bench(out: str | Path, cfg: RayServeBenchConfig = RayServeBenchConfig()) -> dict:
     """Write serve-ray.json and serve-ray.png under ``out``; return the result."""
+    from talkhead.scale.ray import RayServeConfig
     from talkhead.serve.app import ServeConfig
-    from talkhead.serve.ray_serve import RayServeConfig, deploy, shutdown, with_store
+    from talkhead.serve.ray_serve import deploy, shutdown, with_store
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

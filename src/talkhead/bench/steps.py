@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from talkhead.config import option
 from talkhead.diffusion.pairs import PairsConfig
 from talkhead.errors import InputError
 from talkhead.motion.data.windows import WindowSampler, load_clips
@@ -26,14 +27,13 @@ from talkhead.util import atomic_write
 class StepsConfig:
     """The attribution run: models, the teacher grid the student was distilled from, the sample set."""
 
-    student: str = "student-4"
-    teacher: str = "teacher"
-    teacher_grid: int = 32  # contains the student's timesteps (its distillation grid)
-    windows: int = 256  # held-out-voice windows, scored against the teacher's S = 50 output
-    seed: int = 1
-    # Where the teacher's samples are kept (default: OUT/pairs). They depend only on the teacher, the
-    # corpus and the seed, not on the student, so one folder can serve every candidate of a run.
-    pairs: str | None = None
+    student: str = option("student-4", "the few-step student")
+    teacher: str = option("teacher", "its teacher")
+    teacher_grid: int = option(32, "the teacher DDIM grid the student was distilled from (contains its timesteps)")
+    windows: int = option(256, "held-out-voice windows, scored against the teacher's S = 50 output (kept in pairs/)")
+    seed: int = option(1, "noise seed of the teacher's samples")
+    pairs: str | None = option(None, "folder for the teacher's samples (default OUT/pairs); give several runs the "
+                                     "same one to make them once (they depend on the teacher, corpus and seed only)")
 
 
 @torch.no_grad()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import option
 from talkhead.util import atomic_write
 
 SENTENCES = (
@@ -43,9 +44,9 @@ SENTENCES = (
 class VoicesBenchConfig:
     """Which voices on which sentences, which motion model (None: the default shipped one), its noise seed."""
 
-    voices: tuple[str, ...] = ("joe", "us-female", "us-male", "gb-male")
+    voices: tuple[str, ...] = option(("joe", "us-female", "us-male", "gb-male"), "voice names", nargs="+")
     sentences: tuple[str, ...] = SENTENCES
-    model: str | None = None
+    model: str | None = option(None, "motion model (default: the default one)")
     seed: int = 0
     long_chars: int = 5000  # the long text whose first sentence is timed
 

@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from talkhead.cli.common import add_video_limit
-from talkhead.config import DEFAULT_VOICE
+from talkhead.cli.common import add_config_flags, add_param_flag, add_video_limit, config_from_args
 from talkhead.errors import InputError
 
 
@@ -51,7 +50,7 @@ def _cmd_data_synth(args: argparse.Namespace) -> None:
 
     if args.minutes <= 0:
         raise InputError("--minutes must be positive")
-    cfg = CorpusConfig(minutes=args.minutes, seed=args.seed, voices=VOICE_SETS[args.voices])
+    cfg = config_from_args(CorpusConfig, args, minutes=args.minutes, voices=VOICE_SETS[args.voices])
     bar = tqdm(total=round(args.minutes * 60), unit="s", desc="corpus", disable=args.quiet)
     def progress(done: float) -> None:
         bar.update(round(done) - bar.n)
@@ -66,9 +65,9 @@ def _cmd_data_align(args: argparse.Namespace) -> None:
 
     from talkhead.motion.data.real import AlignConfig, align_folder
 
-    if not 0.0 <= args.heldout <= 1.0:
-        raise InputError(f"--heldout must be a share in [0, 1], got {args.heldout}")
-    cfg = AlignConfig(speaker=args.speaker, heldout=args.heldout, min_s=args.min_seconds, seed=args.seed)
+    cfg = config_from_args(AlignConfig, args)
+    if not 0.0 <= cfg.heldout <= 1.0:
+        raise InputError(f"--heldout must be a share in [0, 1], got {cfg.heldout}")
     bar = tqdm(total=None, unit="clip", desc="align", disable=args.quiet)
 
     def progress(done: int, total: int) -> None:
@@ -109,9 +108,9 @@ def _cmd_data_talking(args: argparse.Namespace) -> None:
     from talkhead.motion.data.talking import TalkingConfig, ingest, load_people
 
     people, measure_only = load_people(args.people)
-    if not 0 <= args.max_offset <= 25:
-        raise InputError(f"--max-offset must be 0..25 frames, got {args.max_offset}")
-    cfg = TalkingConfig(max_offset=args.max_offset, occlusion=not args.no_occlusion)
+    cfg = config_from_args(TalkingConfig, args)
+    if not 0 <= cfg.max_offset <= 25:
+        raise InputError(f"--max-offset must be 0..25 frames, got {cfg.max_offset}")
     bar = tqdm(total=None, unit="video", desc="videos", disable=args.quiet)
 
     def progress(done: int, total: int) -> None:
@@ -128,9 +127,9 @@ def _cmd_data_faces(args: argparse.Namespace) -> None:
 
     from talkhead.latent.data import FacesConfig, render_faces
 
-    if not 32 <= args.size <= 512 or args.clips < 0 or not 1.0 <= args.framing <= 6.0:
+    cfg = config_from_args(FacesConfig, args)
+    if not 32 <= cfg.size <= 512 or cfg.clips < 0 or not 1.0 <= cfg.framing <= 6.0:
         raise InputError("--size must be 32..512, --clips >= 0 and --framing 1..6 face widths")
-    cfg = FacesConfig(size=args.size, framing=args.framing, clips=args.clips, heldout=tuple(args.heldout))
     bar = tqdm(total=None, unit="shard", desc="faces", disable=args.quiet)
 
     def progress(done: int, total: int) -> None:
@@ -154,23 +153,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_tts(sub: argparse._SubParsersAction) -> None:
+    from talkhead.config import GenerateConfig
+
     t = sub.add_parser("tts", help="speak text to a WAV file with phoneme timings (OUT.phones.json)")
     t.add_argument("text", nargs="?", help="what to say")
     t.add_argument("-o", "--out", help="output .wav; phones go to OUT.phones.json")
-    t.add_argument("--voice", default=DEFAULT_VOICE, help="voice name (see --list-voices)")
+    add_config_flags(t, GenerateConfig, only=("voice",))
     t.add_argument("--list-voices", action="store_true", help="list the voices and exit")
     t.set_defaults(func=_cmd_tts)
 
 
 def _register_speech_data(dsub: argparse._SubParsersAction) -> None:
+    from talkhead.motion.data.corpus import CorpusConfig, synth_corpus
+    from talkhead.motion.data.real import AlignConfig
+
     ds = dsub.add_parser("synth", help="make (or resume) a synthetic corpus: TTS speech + target motion")
     ds.add_argument("--minutes", type=float, required=True, help="minutes of speech to make (at least)")
     ds.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
-    ds.add_argument("--seed", type=int, default=0)
+    add_config_flags(ds, CorpusConfig, only=("seed",))
     ds.add_argument("--voices", choices=["standard", "wide"], default="standard",
                     help="standard: the teacher's 12 voices; wide: 8 more accents and timbres, for "
                          "distillation corpora (the held-out voices stay held out either way)")
-    ds.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    add_param_flag(ds, synth_corpus, "workers", "processes")
     ds.add_argument("--quiet", action="store_true", help="no progress bar")
     ds.set_defaults(func=_cmd_data_synth)
 
@@ -178,16 +182,15 @@ def _register_speech_data(dsub: argparse._SubParsersAction) -> None:
     da.add_argument("audio_dir", help="folder of recordings; an id 'a/b' names the file a/b.wav (or .flac, .mp3)")
     da.add_argument("--transcripts", required=True, help="text file: 'ID: what is said' per line")
     da.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
-    da.add_argument("--speaker", default="real", help="speaker name for per-speaker figures (default: real)")
-    da.add_argument("--heldout", type=float, default=1.0,
-                    help="share of clips for evaluation, picked by a hash of the id (default 1: all)")
-    da.add_argument("--min-seconds", type=float, default=0.5, help="skip shorter recordings (default 0.5)")
-    da.add_argument("--seed", type=int, default=0, help="seeds the split and the non-verbal motion")
+    add_config_flags(da, AlignConfig, only=("speaker", "heldout", "min_s", "seed"))
     da.add_argument("--quiet", action="store_true", help="no progress bar")
     da.set_defaults(func=_cmd_data_align)
 
 
 def _register_video_data(dsub: argparse._SubParsersAction) -> None:
+    from talkhead.latent.data import FacesConfig
+    from talkhead.motion.data.talking import TalkingConfig
+
     dv = dsub.add_parser("video", help="a person's own videos (face + speech) as latent-engine training crops")
     dv.add_argument("src", help="a video file or a folder of them (mp4, mov, mkv, webm, avi)")
     dv.add_argument("--out", required=True, help="crops folder (the format of `data faces`)")
@@ -200,8 +203,7 @@ def _register_video_data(dsub: argparse._SubParsersAction) -> None:
     dt.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
     dt.add_argument("--people", default=None, help="JSON: {\"people\": {file stem: person}, \"measure_only\": "
                                                   "[file-name prefixes never learnt from]} (default: a person per file)")
-    dt.add_argument("--max-offset", type=int, default=8, help="audio/video offset searched, frames each way (default 8)")
-    dt.add_argument("--no-occlusion", action="store_true", help="do not look for a covered mouth (faster)")
+    add_config_flags(dt, TalkingConfig, only=("max_offset", "occlusion"))
     dt.add_argument("--quiet", action="store_true", help="no progress bar")
     add_video_limit(dt)
     dt.set_defaults(func=_cmd_data_talking)
@@ -209,11 +211,7 @@ def _register_video_data(dsub: argparse._SubParsersAction) -> None:
     df.add_argument("photos", nargs="+", help="face photos, one identity each")
     df.add_argument("--corpus", required=True, help="motion corpus (talkhead data synth / data align)")
     df.add_argument("--out", required=True, help="folder for the crops (resumes if it exists)")
-    df.add_argument("--size", type=int, default=128, help="crop side in pixels (default 128)")
-    df.add_argument("--framing", type=float, default=1.9, help="face widths across the crop (default 1.9)")
-    df.add_argument("--clips", type=int, default=32, help="corpus clips per photo (0: all; default 32)")
-    df.add_argument("--heldout", nargs="*", default=[], metavar="PHOTO",
-                    help="photos (file names) held out of training, for evaluation")
+    add_config_flags(df, FacesConfig, skip=("clips_per_shard",))
     df.add_argument("--quiet", action="store_true", help="no progress bar")
     df.set_defaults(func=_cmd_data_faces)
 

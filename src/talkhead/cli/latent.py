@@ -25,14 +25,13 @@ def _cmd_vae(args: argparse.Namespace) -> None:
 
 
 def _train_config(args: argparse.Namespace, distill: bool = False):
-    """LatentTrainConfig from the flags; a distillation's --steps and --lr are the student's."""
+    """LatentTrainConfig from the flags; a distillation's --steps and --lr are the student's (distill_steps,
+    distill_lr)."""
     from talkhead.latent.train import LatentTrainConfig
 
-    if distill:
-        cfg = config_from_args(LatentTrainConfig, args, distill_steps=args.steps, distill_lr=args.lr)
-    else:
-        cfg = config_from_args(LatentTrainConfig, args)
-    if min(args.steps, cfg.batch) < 1 or args.lr <= 0:
+    cfg = config_from_args(LatentTrainConfig, args)
+    steps, lr = (cfg.distill_steps, cfg.distill_lr) if distill else (cfg.steps, cfg.lr)
+    if min(steps, cfg.batch) < 1 or lr <= 0:
         raise InputError("--steps and --batch must be at least 1 and --lr positive")
     return cfg
 
@@ -100,7 +99,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     from talkhead.latent.train_vae import VAETrainConfig
     from talkhead.latent.vae import VAEConfig
 
-    d = LatentTrainConfig()
     lat = sub.add_parser("latent", help="the latent face engine: train its VAE, teacher and students; export ONNX")
     lsub = lat.add_subparsers(dest="latent_command", required=True)
     v = lsub.add_parser("vae", help="train the face VAE on crops from `talkhead data faces`")
@@ -118,9 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = lsub.add_parser("distill", help="distil a few-step student from the teacher's 50-step DDIM")
     s.add_argument("--teacher", required=True, help="teacher.safetensors (talkhead latent train)")
     s.add_argument("--to", type=int, required=True, help="the student's steps: 1, 2, 4, ...")
-    s.add_argument("--steps", type=int, default=d.distill_steps, help=f"student steps (default {d.distill_steps})")
-    s.add_argument("--lr", type=float, default=d.distill_lr, help=f"student learning rate (default {d.distill_lr})")
-    add_config_flags(s, LatentTrainConfig, skip=("steps", "lr", "distill_steps", "distill_lr"))
+    add_config_flags(s, LatentTrainConfig, skip=("steps", "lr"))
     _run_flags(s)
     s.set_defaults(func=_cmd_distill)
     e = lsub.add_parser("export", help="export an engine's denoiser (one step) and decoder to ONNX")

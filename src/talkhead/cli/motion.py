@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from talkhead.cli.common import add_video_limit
+from talkhead.cli.common import add_config_flags, add_video_limit, config_from_args
 from talkhead.cli.generate import add_speech_args
 from talkhead.config import FPS
 from talkhead.errors import InputError
@@ -30,8 +30,7 @@ def _cmd_motion(args: argparse.Namespace) -> None:
         raise InputError("give exactly one of --audio FILE, --text TEXT or --from-video VIDEO")
     driver = driver_arg(args)
     speech = synthesize(args.text, args.voice) if args.text else speech_from_recording(load_audio(args.audio), args.transcript)
-    cfg = MotionConfig(model=args.model, steps=args.steps, sampler=args.sampler, seed=args.seed,
-                       guidance=args.guidance, driver=driver)
+    cfg = config_from_args(MotionConfig, args, driver=driver)
     motion = motion_from_speech(speech, cfg)
     save_motion(out, motion)
     print(f"wrote {out}: {len(motion)} frames at {FPS} fps ({len(motion) / FPS:.2f} s)")
@@ -119,22 +118,18 @@ def _cmd_eval(args: argparse.Namespace) -> None:
     from talkhead.util import atomic_write
 
     model = load_model(args.model)
+    seeds = {} if args.seeds is None else {"seeds": args.seeds}  # unset: evaluate's own
     result = {"model": args.model, **evaluate(model, args.data, steps=args.steps, sampler=args.sampler,
-                                               seeds=args.seeds, clips=args.clips, guidance=args.guidance)}
+                                               clips=args.clips, guidance=args.guidance, **seeds)}
     text = json.dumps(result, indent=1)
     if args.out:
         atomic_write(args.out, text.encode())
     print(text)
 
 
-def _sampling_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help="shipped model name (talkhead models) or checkpoint path")
-    p.add_argument("--steps", type=int, default=None, help="sampling steps (default: the model's own)")
-    p.add_argument("--sampler", choices=["ddim", "ddpm", "dpmpp", "unipc"], default=None)
-    p.add_argument("--guidance", type=float, default=1.0, help="classifier-free guidance on audio (1 = off)")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
+    from talkhead.config import MotionConfig
+
     m = sub.add_parser("motion", help="speech, or a face video, -> 58-channel motion CSV "
                                       "(ARKit blendshapes + head pose, 25 fps)")
     add_speech_args(m)
@@ -143,9 +138,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "rate, audio not needed), fitted frame by frame; frames where the face is lost are "
                         "filled from either side and listed")
     m.add_argument("-o", "--out", required=True, help="output .csv (Live Link Face style) or .npy")
-    m.add_argument("--seed", type=int, default=0)
     m.add_argument("--quiet", action="store_true", help="no progress bar")
-    _sampling_args(m)
+    add_config_flags(m, MotionConfig, skip=("driver",))
     add_video_limit(m)
     m.set_defaults(func=_cmd_motion)
 
@@ -163,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--data", required=True, nargs="+",
                    help="corpus directories (synthetic or aligned real speech); their held-out splits are pooled")
     e.add_argument("--clips", type=int, default=None, help="limit the number of held-out clips")
-    e.add_argument("--seeds", type=int, default=3, help="samples per clip for diversity")
+    e.add_argument("--seeds", type=int, default=None, help="samples per clip for diversity (default: evaluate's, 3)")
     e.add_argument("--out", help="write the JSON here too")
-    _sampling_args(e)
+    add_config_flags(e, MotionConfig, skip=("driver", "seed"))
     e.set_defaults(func=_cmd_eval)

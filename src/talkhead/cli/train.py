@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from talkhead.cli.common import add_config_flags, check_device, config_from_args, set_threads
-from talkhead.config import LIVE_MODEL
+from talkhead.config import LIPS_MODEL, LIVE_MODEL
 from talkhead.errors import InputError
 
 
@@ -24,7 +24,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         raise InputError(f"--audio-kernel must be an odd number >= 1, got {args.audio_kernel}")
     if args.augmented < 0:
         raise InputError(f"--augment must be >= 0, got {args.augmented}")
-    features = FeatureConfig(kind=args.features)
+    features = config_from_args(FeatureConfig, args)
     sizes = {k: getattr(args, k) for k in ("width", "depth", "heads", "audio_kernel") if getattr(args, k) is not None}
     model_cfg = DenoiserConfig(audio_dim=features.dim, **sizes)
     cfg = config_from_args(TrainConfig, args)
@@ -45,6 +45,7 @@ def _cmd_distill(args: argparse.Namespace) -> None:
 
 
 def _register_train(sub: argparse._SubParsersAction) -> None:
+    from talkhead.audio.features import FeatureConfig
     from talkhead.motion.train.configs import TrainConfig
 
     t = sub.add_parser("train", help="train the motion diffusion teacher on a corpus")
@@ -52,8 +53,7 @@ def _register_train(sub: argparse._SubParsersAction) -> None:
                    help="corpus directories (talkhead data synth / data align), pooled; the first one's "
                         "held-out voices validate")
     t.add_argument("--out", required=True, help="run directory: checkpoints, metrics.jsonl")
-    t.add_argument("--features", choices=["logmel", "whisper"], default="logmel",
-                   help="audio front end, recorded in the checkpoint (README, 'Real speech')")
+    add_config_flags(t, FeatureConfig, only=("kind",))
     # Network sizes default to DenoiserConfig's own (not repeated here, and torch stays unimported).
     t.add_argument("--width", type=int, help="transformer width (default: DenoiserConfig's, 192)")
     t.add_argument("--depth", type=int, help="transformer layers (default: DenoiserConfig's, 4)")
@@ -115,7 +115,7 @@ def _cmd_lips(args: argparse.Namespace) -> None:
     from talkhead.motion.train.lips import LipsConfig, finetune_lips
 
     set_threads(args.threads)
-    cfg = config_from_args(LipsConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
+    cfg = config_from_args(LipsConfig, args)
     if cfg.iters < 1 or cfg.batch < 1 or cfg.lr <= 0:
         raise InputError("--iters and --batch must be at least 1, --lr positive")
     _said(finetune_lips(args.init, args.real, args.out, cfg, args.data, resume=args.resume, progress=not args.quiet))
@@ -139,7 +139,7 @@ def _register_lips(msub: argparse._SubParsersAction) -> None:
     from talkhead.motion.train.lips import LipsConfig
 
     m = msub.add_parser("lips", help="fine-tune a motion model's lips on people filmed talking (talkhead data talking)")
-    m.add_argument("--init", default="student-4-whisper", help="the model to start from (name or path)")
+    m.add_argument("--init", default=LIPS_MODEL, help="the model to start from (name or path)")
     m.add_argument("--real", required=True, help="a `talkhead data talking` corpus")
     m.add_argument("--data", default=None, help="a synthetic corpus that holds the rest of the face (optional)")
     _real_run(m, LipsConfig, _cmd_lips, "model")
@@ -150,7 +150,7 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
     from talkhead.motion.train.lipnet import LipNetTrainConfig, train_lipnet
 
     set_threads(args.threads)
-    cfg = config_from_args(LipNetTrainConfig, args, hold_out=tuple(p for p in (args.hold_out or "").split(",") if p))
+    cfg = config_from_args(LipNetTrainConfig, args)
     if min(cfg.iters, cfg.batch, cfg.frames, cfg.hidden, cfg.members) < 1 or cfg.lr <= 0 or cfg.kernel % 2 == 0:
         raise InputError("--iters, --batch, --frames, --hidden and --members must be at least 1, --lr positive, "
                          "--kernel odd")

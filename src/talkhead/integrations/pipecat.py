@@ -38,7 +38,7 @@ except ModuleNotFoundError as e:  # an optional extra: say how to get it
     raise ModuleNotFoundError(f"{e}: talkhead's Pipecat service needs pip install 'talkhead[pipecat]'") from e
 
 from talkhead.audio.tts import Resampler
-from talkhead.config import FPS, LIVE_MODEL, SAMPLE_RATE  # SAMPLE_RATE: the face's audio, in and out
+from talkhead.config import FPS, LIVE_MODEL, LIVE_SIZE, LIVE_STUDENT, SAMPLE_RATE  # SAMPLE_RATE: the face's audio
 from talkhead.integrations._local import face_renderer, shared_model
 from talkhead.integrations._remote import RemoteSession, stream_url
 from talkhead.serve.session import LiveSession, Out
@@ -104,8 +104,8 @@ class TalkheadVideoService(FrameProcessor):
     ``video_out_width``/``video_out_height`` of the face (``size``, or the ``.avatar``'s own size).
     """
 
-    def __init__(self, *, avatar: str | Path | None = None, size: int = 256, model: str = LIVE_MODEL,
-                 live_model: str = "student-1-whisper-live", server_url: str | None = None, seed: int = 0,
+    def __init__(self, *, avatar: str | Path | None = None, size: int = LIVE_SIZE, model: str = LIVE_MODEL,
+                 live_model: str = LIVE_STUDENT, server_url: str | None = None, seed: int = 0,
                  sync_with_audio: bool = False, **kwargs) -> None:
         """``avatar``: a photo or ``.avatar`` path (None: the built-in photo); ``size``: a photo's drawn size
         in pixels; ``model``/``live_model``: shipped model names or checkpoint paths (in-process);

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from talkhead.config import option
 from talkhead.errors import InputError
 from talkhead.motion.data.corpus import load_manifest
 from talkhead.util import atomic_write
@@ -27,11 +28,12 @@ from talkhead.util import atomic_write
 class FacesConfig:
     """Crop size and framing, how many corpus clips per photo, and which photos are held out."""
 
-    size: int = 128
-    framing: float = 1.9  # face widths across the crop's side
-    clips: int = 32  # corpus clips rendered per photo (0: all)
+    size: int = option(128, "crop side in pixels")
+    framing: float = option(1.9, "face widths across the crop's side")
+    clips: int = option(32, "corpus clips rendered per photo (0: all)")
     clips_per_shard: int = 8
-    heldout: tuple[str, ...] = ()  # photo file names (or stems) whose crops are for evaluation only
+    heldout: tuple[str, ...] = option((), "photos (file names or stems) held out of training, for evaluation",
+                                      nargs="*", metavar="PHOTO")
 
 
 def photo_id(photo: np.ndarray) -> str:

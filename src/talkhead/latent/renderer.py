@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from talkhead.config import FPS
+from talkhead.config import FPS, VIDEO_SIZE
 from talkhead.errors import InputError
 from talkhead.latent.engine import LatentEngine, load_engine
 from talkhead.latent.net import slerp
@@ -45,7 +45,7 @@ def feather_mask(h: int, w: int, ramp: float = 0.14) -> torch.Tensor:
 class LatentRenderer:
     """Photo + motion [T, 58] -> frames uint8 [T, H, W, 3] (or latents) drawn by a latent engine."""
 
-    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] = 512, device: str = "cpu",
+    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] = VIDEO_SIZE, device: str = "cpu",
                  name: str = "photo", engine: str | Path | LatentEngine = DEFAULT_ENGINE, stride: int = 1,
                  seed: int = 0, output: str = "frames", framing: float = 4.0) -> None:
         from talkhead.face.detect import as_rgb, detect_face

@@ -44,8 +44,8 @@ class LatentTrainConfig:
     pixel_below: int = field(default=300, metadata={"help": "timesteps below which the pixel term applies"})
     pixel_batch: int = field(default=8, metadata={"help": "frames decoded per step for the pixel term"})
     seed: int = 0
-    distill_steps: int = 800
-    distill_lr: float = 3e-4
+    distill_steps: int = field(default=800, metadata={"help": "student steps", "flag": "--steps"})  # latent distill's
+    distill_lr: float = field(default=3e-4, metadata={"help": "student learning rate", "flag": "--lr"})
 
 
 def face_clips(faces: str | Path, split: str = "train") -> list[dict]:

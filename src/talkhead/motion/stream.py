@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from talkhead.audio.features import FeatureStream
-from talkhead.errors import InputError
+from talkhead.config import MotionConfig
 from talkhead.motion.model import MotionModel
 
 _SILENT_STARTS: dict[tuple, tuple[FeatureStream, torch.Tensor]] = {}
@@ -53,22 +53,6 @@ class Ramp:
             done += step
             out.append((done + ahead, right))
         return tuple(out)
-
-
-@dataclass(frozen=True)
-class MotionConfig:
-    """How motion is made: a model (name or path) and its sampling, or phoneme targets."""
-
-    model: str | None = None  # None: the default shipped model
-    steps: int | None = None  # None: the model's own (a student's step count, 50 for the teacher)
-    sampler: str | None = None
-    guidance: float = 1.0
-    seed: int = 0
-    driver: str = "model"  # "model" or "phones"
-
-    def __post_init__(self) -> None:
-        if self.steps is not None and self.steps < 1:
-            raise InputError(f"--steps must be at least 1, got {self.steps}")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from talkhead.config import VIDEO_SIZE
 from talkhead.errors import InputError
 
 
@@ -34,8 +35,8 @@ RENDERERS = {"warp": ("talkhead.warp.renderer", "WarpRenderer", "photo"),
              "avatar": ("talkhead.avatar.renderer", "AvatarRenderer", "avatar")}
 
 
-def make_renderer(name: str, photo: np.ndarray | None = None, size: int | tuple[int, int] = 512, device: str = "cpu",
-                  photo_name: str = "photo", *, avatar: str | Path | None = None, **options) -> Renderer:
+def make_renderer(name: str, photo: np.ndarray | None = None, size: int | tuple[int, int] = VIDEO_SIZE,
+                  device: str = "cpu", photo_name: str = "photo", *, avatar: str | Path | None = None, **options) -> Renderer:
     """The renderer ``name`` for ``photo`` at ``size`` (registered once per photo, cached), or for the
     ``avatar`` file (at its own size, on the CPU).
 

@@ -14,8 +14,10 @@ import functools
 import logging
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
+from talkhead.config import option
 from talkhead.errors import InputError
 from talkhead.util import atomic_write
 
@@ -25,6 +27,35 @@ _CONNECT_ENV = {"RAY_gcs_server_port_wait_time_s": "1", "RAY_gcs_rpc_server_conn
                 "RAY_py_gcs_connect_timeout_s": "2"}
 _QUIET = {"log_to_driver": False, "logging_level": logging.WARNING}
 CONNECT_TIMEOUT_S = 3.0  # how long an address's port may take to answer
+
+ROUTERS = ("sessions", "serve")  # ours, fewest sessions first (ray_router); Serve's default, power of two choices
+
+
+@dataclass(frozen=True)
+class RayServeConfig:
+    """Where and how many: the cluster, the replicas (fixed, or autoscaled between a minimum and a maximum)."""
+
+    address: str | None = None  # None: a one-node cluster on this machine, for as long as the server runs
+    replicas: int = 1  # its flag, default unset, is checked against the autoscaling ones (cli.serve)
+    min_replicas: int | None = option(None, "autoscale on sessions in progress from this many")
+    max_replicas: int | None = option(None, "... up to this many")
+    replica_cpus: float = option(1.0, "CPUs Ray reserves for each replica (its sessions' threads share them)")
+    target_fill: float = 0.75  # autoscaling keeps about this share of each replica's sessions in use
+    host: str = "127.0.0.1"  # Serve's proxy binds here: loopback unless told otherwise
+    port: int = option(8000, "the port to serve on (the plain server's too)")
+    drain_s: float = 300.0  # a replica that is scaled down keeps its open sessions this long before it stops
+    # Autoscaling: up quickly (a new replica takes seconds to load its models, sessions wait for it), down
+    # slowly (a replica stopped too soon is one started again at the next burst); both in seconds.
+    upscale_delay_s: float = 3.0
+    downscale_delay_s: float = 60.0
+    queued: int = 4  # connections the proxy holds while every replica is full; beyond them, HTTP 503 at once
+    router: str = "sessions"  # who places sessions (ROUTERS): ours, or "serve" for Serve's own (bench compares)
+
+    def autoscaled(self) -> bool:
+        return self.min_replicas is not None or self.max_replicas is not None
+
+    def most_replicas(self) -> int:
+        return (self.max_replicas or max(self.min_replicas or 1, 1)) if self.autoscaled() else self.replicas
 
 
 def import_ray():

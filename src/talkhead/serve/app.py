@@ -11,59 +11,22 @@ import asyncio
 import io
 import json
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from talkhead.config import DEFAULT_VOICE, LIVE_MODEL
+from talkhead.config import DEFAULT_VOICE
 from talkhead.errors import InputError
 from talkhead.serve.avatars import Avatars
+from talkhead.serve.config import ServeConfig
 from talkhead.serve.connection import Connection
-from talkhead.serve.guard import Guard, GuardConfig
+from talkhead.serve.guard import Guard
 from talkhead.serve.session import warm_up
-from talkhead.serve.webrtc import ServerFull, WebRtc, WebRtcConfig
+from talkhead.serve.webrtc import ServerFull, WebRtc
 
 STATIC = Path(__file__).parent / "static"
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    """Limits and defaults of a server."""
-
-    max_sessions: int = 4
-    start_timeout: float = 10.0  # a socket that has not sent 'start' by then is closed: it holds a session's slot
-    model: str | None = LIVE_MODEL  # the fastest shipped model; its lip sync matches the teacher's
-    # Client audio's motion (a voice agent's TTS streaming in): the live student, first frame 4 frames after its
-    # audio (talkhead.motion.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
-    live_model: str | None = "student-1-whisper-live"
-    size: int = 256
-    jpeg_quality: int = 80
-    max_message: int = 1 << 20
-    max_text: int = 5000
-    max_photo: int = 20 << 20
-    max_avatar_file: int = 64 << 20  # an .avatar (talkhead avatar train) is about 10-50 MB
-    max_side: int = 8000
-    max_audio_s: float = 600.0  # client audio in one utterance
-    max_audio_ahead_s: float = 60.0  # client audio received and not yet spoken by the face, per session
-    max_waiting: int = 8  # utterances asked for and not yet begun, per session (each say's speech is held)
-    max_avatars: int = 64
-    max_avatar_memory: int = 2 << 30  # bytes of registered faces kept in memory (an avatar's base frames: ~0.1-0.9 GB)
-    avatar_store: str | None = None  # a folder, or "ray:[NAME]" (Ray's object store), that every replica shares
-    # (None: uploads kept in memory only); serve.avatar_store
-    max_stored_avatars: int = 1024  # avatars kept in the store, least recently used removed first
-    max_stored_bytes: int = 4 << 30  # bytes kept in the store in all, the same way
-    # POST /v1/videos: one job drawn at a time on a worker of its own (not the threads the live sessions use), and
-    # at most this many waiting; past that a 429 with Retry-After.
-    video_queue: int = 4
-    webrtc: WebRtcConfig = WebRtcConfig()
-    guard: GuardConfig = GuardConfig()  # Host, Origin and token checks on every request (serve.guard)
-    # torch's CPU threads in this process (None: as they are). The sessions are the parallelism: each draws in
-    # its own thread, and with 2 intra-op threads each they oversubscribe the cores (2 cores, 4 sessions
-    # speaking: 21.0 against 23.6 new frames/s; one session's say 70 against 57 ms). `talkhead serve` sets 1.
-    threads: int | None = None
 
 
 def _jpeg(image: np.ndarray, quality: int) -> bytes:

@@ -23,6 +23,8 @@ import json
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from talkhead.config import option
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 EVERY_INTERFACE = ("0.0.0.0", "::", "")
 
@@ -31,10 +33,16 @@ EVERY_INTERFACE = ("0.0.0.0", "::", "")
 class GuardConfig:
     """Who a server serves (see the module's text)."""
 
-    host: str = "127.0.0.1"  # the address the server is bound to
-    allow_hosts: tuple[str, ...] = ()  # more names the server may be reached by (a proxy's, a LAN name)
-    allow_origins: tuple[str, ...] = ()  # pages of other origins that may use it, as "scheme://host[:port]"
-    token: str | None = None  # required on every /v1/ request when set
+    host: str = option("127.0.0.1", "the address the server is bound to (loopback only by default)")
+    allow_hosts: tuple[str, ...] = option((), "a name the server is reached by besides loopback and --host (a "
+                                              "proxy's, a LAN name; repeatable); other Host headers get 403 (DNS "
+                                              "rebinding)", flag="--allow-host", append=True, metavar="NAME")
+    allow_origins: tuple[str, ...] = option((), "a web page origin (http://host:port) allowed to use the server "
+                                                "besides its own page (repeatable; '*' any); other pages get 403",
+                                            flag="--allow-origin", append=True, metavar="URL")
+    token: str | None = option(None, "clients send 'Authorization: Bearer TOKEN' (or ?token=TOKEN) on every /v1/ "
+                                     "request; required beyond loopback (default: $TALKHEAD_TOKEN, else none on "
+                                     "loopback)")
 
     def check(self) -> None:
         """Refuse a configuration that would leave the server open: beyond loopback without a token."""

@@ -26,47 +26,17 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
 
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 
 from talkhead.errors import InputError
+from talkhead.scale.ray import ROUTERS, RayServeConfig
 from talkhead.serve.app import ServeConfig, create_app
 from talkhead.serve.guard import GuardConfig
 from talkhead.serve.ray_router import SessionRouter
 
 APP = "talkhead"
-ROUTERS = ("sessions", "serve")  # ours, fewest sessions first (ray_router); Serve's default, power of two choices
-
-
-@dataclass(frozen=True)
-class RayServeConfig:
-    """Where and how many: the cluster, the replicas (fixed, or autoscaled between a minimum and a maximum)."""
-
-    address: str | None = None  # None: a one-node cluster on this machine, for as long as the server runs
-    replicas: int = 1
-    min_replicas: int | None = None  # either one set: autoscaling between them, on sessions in progress
-    max_replicas: int | None = None
-    replica_cpus: float = 1.0  # CPUs Ray reserves for each replica (its sessions' threads share them)
-    target_fill: float = 0.75  # autoscaling keeps about this share of each replica's sessions in use
-    host: str = "127.0.0.1"  # Serve's proxy binds here: loopback unless told otherwise
-    port: int = 8000
-    drain_s: float = 300.0  # a replica that is scaled down keeps its open sessions this long before it stops
-    # Autoscaling: up quickly (a new replica takes seconds to load its models, sessions wait for it), down
-    # slowly (a replica stopped too soon is one started again at the next burst); both in seconds.
-    upscale_delay_s: float = 3.0
-    downscale_delay_s: float = 60.0
-    queued: int = 4  # connections the proxy holds while every replica is full; beyond them, HTTP 503 at once
-    router: str = "sessions"  # who places sessions (ROUTERS): ours, or "serve" for Serve's own (bench compares)
-
-    def autoscaled(self) -> bool:
-        return self.min_replicas is not None or self.max_replicas is not None
-
-    def most_replicas(self) -> int:
-        return (self.max_replicas or max(self.min_replicas or 1, 1)) if self.autoscaled() else self.replicas
-
-
 class _ReplicaApp:
     """The ASGI app Serve calls in a replica: the server that this replica built in its constructor.
 

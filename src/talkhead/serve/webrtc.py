@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from talkhead.config import FPS, HOP
+from talkhead.config import FPS, HOP, option
 from talkhead.errors import InputError
 
 _log = logging.getLogger(__name__)
@@ -40,9 +40,11 @@ _HOSTS: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
 class WebRtcConfig:
     """WebRTC limits and networking; ``talkhead serve --ice-server`` fills ``ice_servers``."""
 
-    ice_servers: tuple[str, ...] = ()  # stun:/turn: URLs; none by default, so nothing outside is contacted
-    ice_username: str | None = None  # for turn: servers
-    ice_credential: str | None = None
+    ice_servers: tuple[str, ...] = option((), "a STUN/TURN server for WebRTC beyond this machine (repeatable; none "
+                                              "by default, so nothing outside is contacted)", flag="--ice-server",
+                                          append=True, metavar="URL")
+    ice_username: str | None = option(None, "username for --ice-server turn: URLs")
+    ice_credential: str | None = option(None, "credential for --ice-server turn: URLs")
     ice_hosts: tuple[str, ...] | None = ("127.0.0.1",)  # host candidates; None: every interface
     ice_timeout_s: float = 15.0  # a peer not connected by then is closed and its session freed
     max_sdp: int = 64 << 10

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from talkhead.config import VIDEO_SIZE
 from talkhead.face.detect import Face, as_rgb, detect_face
 from talkhead.face.template import BLINKS, Rig, eyes_open, fit_rig, lip_seal, project_points
 from talkhead.rig.spec import SPEC
@@ -164,7 +165,7 @@ class WarpRenderer:
     """Animate one photo: motion [T, 58] -> frames uint8 [T, H, W, 3]; ``size`` is W = H or (W, H), or None
     for the photo's own; ``full_frame``: the frame shows the whole photo, not ``framing`` face widths."""
 
-    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] | None = 512,
+    def __init__(self, photo: np.ndarray, size: int | tuple[int, int] | None = VIDEO_SIZE,
                  device: str | torch.device = "cpu", framing: float = 4.0, grid: int = 48, name: str = "photo",
                  full_frame: bool = False) -> None:
         photo = as_rgb(photo, name)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from talkhead.audio.tts import CORPUS_VOICES, HELD_OUT_VOICES, SAMPLE_RATE, VOICES, get_voice, synthesize
+from talkhead.config import option
 from talkhead.errors import InputError
 from talkhead.motion.data.text import paragraph
 from talkhead.rig import n_frames, target_motion
@@ -36,7 +37,7 @@ class CorpusConfig:
     """What a corpus is made of; stored in corpus.json and checked on resume."""
 
     minutes: float = 60.0
-    seed: int = 0
+    seed: int = option(0, "seeds the texts, voices and motion")
     clips_per_shard: int = 32
     min_s: float = 2.0
     max_s: float = 12.0

@@ -19,6 +19,7 @@ import numpy as np
 
 from talkhead.audio.align import AlignError, align
 from talkhead.audio.io import SAMPLE_RATE, load_audio
+from talkhead.config import option
 from talkhead.errors import InputError
 from talkhead.motion.data.corpus import read_shard_rows, write_shard
 from talkhead.rig import n_frames, target_motion
@@ -31,13 +32,13 @@ AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".m4a")
 class AlignConfig:
     """How a folder of recordings becomes a corpus; stored in corpus.json and checked on resume."""
 
-    speaker: str = "real"  # the manifest's "voice": who speaks (per-speaker lip-sync figures)
-    heldout: float = 1.0  # share of clips (by a hash of the id) in the evaluation split
-    min_s: float = 0.5
+    speaker: str = option("real", "speaker name for per-speaker figures (the manifest's voice)")
+    heldout: float = option(1.0, "share of clips for evaluation, picked by a hash of the id (1: all)")
+    min_s: float = option(0.5, "skip shorter recordings", flag="--min-seconds")
     max_s: float = 30.0
     min_score: float = -32.0
     clips_per_shard: int = 32
-    seed: int = 0
+    seed: int = option(0, "seeds the split and the non-verbal motion")
 
 
 def read_transcripts(path: str | Path) -> dict[str, str]:

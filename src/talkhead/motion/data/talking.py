@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from talkhead.config import FPS, HOP
+from talkhead.config import FPS, HOP, LIPS_MODEL, option
 from talkhead.errors import InputError
 from talkhead.util import atomic_write, clear_stale_parts, file_sha256
 
@@ -40,10 +40,11 @@ from talkhead.util import atomic_write, clear_stale_parts, file_sha256
 class TalkingConfig:
     """How real talking video becomes corpus clips."""
 
-    max_offset: int = 8  # frames searched each way for the clip's audio/video offset
-    offset_model: str = "student-4-whisper"  # whose speech-driven lips find the offset
+    max_offset: int = option(8, "audio/video offset searched, frames each way")
+    offset_model: str = LIPS_MODEL  # whose speech-driven lips find the offset
     min_frames: int = 50  # fewer valid frames than this: the video is skipped (2 s)
-    occlusion: bool = True  # mark frames where something covers the mouth (one more dlib call a frame)
+    occlusion: bool = option(True, "mark frames where something covers the mouth (one more dlib call a frame; "
+                                   "--no-occlusion: faster)")
 
 
 def gap_of_points(points: np.ndarray) -> np.ndarray:
