@@ -17,7 +17,7 @@ from talkhead.audio.features import warm
 from talkhead.audio.tts import Speech
 from talkhead.config import FPS, MAX_SIDE, GenerateConfig, RenderConfig
 from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel, in_person_range, load_model
+from talkhead.motion.model import MotionModel, in_person_range, load_model, on_face
 from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 
@@ -88,11 +88,12 @@ def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: Moti
     stream gives the same frames however speech is chunked. ``hearing`` is how the motion stream hears the
     speech (``motion.stream.Hearing``: offline by default) and ``tail``, the motion shown just before, which the
     speech continues from (a live face).
-    A renderer with a ``lip_range`` (an avatar's) has the lips opened in that person's own range.
+    A renderer with a ``lip_range`` (an avatar's) has the lips opened in that person's own range; one with a
+    ``lip_rig`` (the warp renderer's photo) has the lip net's opening solved on that face (``on_face``).
     """
     from talkhead.motion.stream import MotionStream
 
-    model = in_person_range(model, getattr(renderer, "lip_range", None))
+    model = on_face(in_person_range(model, getattr(renderer, "lip_range", None)), getattr(renderer, "lip_rig", None))
     motion = MotionStream(model, cfg, hearing, tail)
 
     def blocks() -> Iterator[np.ndarray]:

@@ -12,7 +12,7 @@ import torch
 from talkhead.audio.features import FeatureConfig
 from talkhead.errors import InputError
 from talkhead.motion.lipnet import LipHead, LipNet, LipNetConfig, drawn_gap, follow_gap, load_head, set_opening
-from talkhead.motion.model import in_person_range, load, split_lips, with_lips
+from talkhead.motion.model import in_person_range, load, on_face, split_lips, with_lips
 from talkhead.rig.spec import SPEC
 
 WHISPER = FeatureConfig(kind="whisper", pool="mean")
@@ -63,6 +63,53 @@ def test_an_opening_means_the_same_on_a_face_photographed_with_its_mouth_open():
     gap = (p[:, [65, 66, 67], 1] - p[:, [63, 62, 61], 1]).mean(1)
     assert bool((gap.diff() > 0).all())  # shut at -1, then wider all the way
     assert float(gap[0]) < 0.1 * float(gap[10]) and float(drawn_gap(motion).diff().min()) >= 0
+
+
+def _open_mouthed_rig():
+    from talkhead.face.template import TEMPLATE, fit_rig
+
+    lm = TEMPLATE[:68, :2].copy() * 100
+    lm[[65, 66, 67, 56, 57, 58], 1] += 12  # the lower lip well below the upper one: a mouth open at rest
+    lm[:, 0] *= 1.1  # and a wider face than the template's
+    return fit_rig(lm)
+
+
+def test_solved_on_a_face_the_gap_drawn_on_it_is_the_target_as_it_is_not_solved_on_the_standard_one():
+    from talkhead.face.template import project
+    from talkhead.motion.data.talking import gap_of_points
+    from talkhead.motion.lipnet import lip_face
+
+    rig = _open_mouthed_rig()
+    face = lip_face(rig)
+    rng = np.random.default_rng(0)
+    m = torch.as_tensor(rng.uniform(0, 0.3, (9, SPEC.dim)), dtype=torch.float32)
+    m[:, SPEC.expression.stop:] = 0.0  # no head pose: the face as photographed
+    target = torch.linspace(0.02, 0.12, 9)
+    on_it, standard = follow_gap(m, target, face=face), follow_gap(m, target)
+    assert torch.allclose(drawn_gap(on_it, face), target, atol=2e-3)
+    # What the warp renderer's geometry draws on that face (bench lips's measure) is what was solved for ...
+    drawn = torch.as_tensor(gap_of_points(project(rig, on_it).numpy()), dtype=torch.float32)
+    assert torch.allclose(drawn, target, atol=3e-3), (drawn, target)
+    # ... and not what solving on the standard face draws there: its open lips shift every gap.
+    assert float((drawn_gap(standard, face) - target).abs().max()) > 0.01
+    assert torch.equal(lip_face(rig.to("cpu"))[0], face[0])
+
+
+def test_on_a_face_with_lips_apart_at_rest_the_head_opens_about_them():
+    """A head solving on a face takes the net's opening about that face's own lips at rest: on a photo whose lips
+    rest apart, targets about the standard face's rest would only ever seal them, the jaw never moving."""
+    from dataclasses import replace
+
+    from talkhead.motion.lipnet import lip_face, rest_gap
+
+    face = lip_face(_open_mouthed_rig())
+    assert rest_gap(face) > rest_gap(None) + 0.05
+    raw, motion = torch.randn(1, 40, 384), torch.zeros(1, 40, SPEC.dim)
+    head = _head()
+    on_face = replace(head, face=face).apply(raw, motion)[0]
+    want = head.gap_mean + head.gap_std * head.opening(raw)[0] + rest_gap(face) - rest_gap(None)
+    assert torch.allclose(drawn_gap(on_face, face), want, atol=3e-3)
+    assert float(on_face[:, SPEC["jawOpen"]].max()) > 0.1  # the jaw moves, as it does on the standard face
 
 
 def test_the_head_draws_the_nets_opening():
@@ -187,6 +234,9 @@ def test_a_person_who_opens_wider_is_drawn_opening_wider_at_the_same_moments(tmp
     part = in_person_range(model, (0.03, 0.06)).lips  # each of mean and spread at least the head's
     assert (part.gap_mean, part.gap_std) == (0.06, 0.06)
     assert in_person_range(model, None) is model and in_person_range(load("student-1-whisper"), (0.1, 0.1)).lips is None
+    assert on_face(model, None) is model and on_face(load("student-1-whisper+none"), _open_mouthed_rig()).lips is None
+    solved = on_face(model, _open_mouthed_rig())
+    assert solved.lips.face is not None and model.lips.face is None and solved.denoiser is model.denoiser
     for bad in ((0.1, 0.0), (float("nan"), 0.1), (0.1, float("inf"))):
         with pytest.raises(InputError, match="lip range"):
             in_person_range(model, bad)

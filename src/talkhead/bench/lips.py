@@ -60,6 +60,9 @@ def load_folds(path: str | Path | None) -> list[list[str]]:
 
 def score_clip(corpus: Path, row: dict, drives: dict, cfg: LipsBenchConfig) -> dict:
     """One clip's r (and lag) for the capture ceiling, the loudness baseline and each motion in ``drives``."""
+    from talkhead.face.template import fit_rig
+    from talkhead.motion.model import on_face
+
     a = clip_arrays(corpus, row)
     real, valid, neutral = a["gap"], a["valid"], np.asarray(row["neutral"], np.float32)
     wav = a["audio_filmed"].astype(np.float32) / 32767
@@ -75,8 +78,9 @@ def score_clip(corpus: Path, row: dict, drives: dict, cfg: LipsBenchConfig) -> d
     out = {"id": row["id"], "person": row["person"], "split": row["split"], "frames": row["frames"],
            "valid_share": row["valid_share"], "offset_frames": row.get("offset_frames"),
            "capture": scored(motion_gap(neutral, a["motion"])), "loudness": scored(loudness(wav, len(real)), gap=False)}
+    face = fit_rig(neutral)  # the lips are solved on the face they are drawn on, as generate does (on_face)
     for name, model in drives.items():
-        motion = speech_motion(model, wav, cfg.seed)
+        motion = speech_motion(on_face(model, face), wav, cfg.seed)
         out[name] = scored(motion_gap(neutral, motion))
         if name in cfg.render:
             out[f"{name} (warp frames)"] = scored(rendered_gap(row, motion, cfg.render_size))

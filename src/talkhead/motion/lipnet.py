@@ -6,8 +6,8 @@ Whisper states, trained by plain regression on the real inner-lip gap of people 
 clip's gap in its own z-units, so a wide mouth and a small one teach the same timing), follows unseen
 people's lips far better. It does not replace the motion model: it sets only how open the mouth is.
 ``LipHead.apply`` sets each frame's opening (the jaw, or the lips sealing) until the lip gap the rig draws
-on a standard face is the net's, and leaves the mouth's shape (rounding, smile, stretch) and everything else
-to the motion model.
+on the face the motion is for (``motion.model.on_face``; a standard face when it is not known) is the net's,
+and leaves the mouth's shape (rounding, smile, stretch) and everything else to the motion model.
 
 The head rides on a motion model (``MotionModel.lips``): every window the sampler makes is corrected
 before it is crossfaded or continued, so offline, streamed and live motion stay one path.
@@ -91,27 +91,42 @@ class LipNet(nn.Module):
 _LIPS = [61, 62, 63, 65, 66, 67, 0, 16]  # dlib's inner lips, upper then lower, and the face's two sides
 
 
-@lru_cache(maxsize=1)
-def _standard_face() -> tuple[Tensor, Tensor, Tensor]:
-    """The template face's rig at the points the gap is read from, in its own frame: (points [8, 2],
-    basis [52, 8, 2], seal [8, 2]). The head pose is left out: the opening is the mouth's, not the camera's."""
-    from talkhead.face.template import TEMPLATE, fit_rig
+Face = tuple[Tensor, Tensor, Tensor]  # a rig at the points the gap is read from: points [8, 2], basis, seal
 
-    rig = fit_rig(TEMPLATE[:68, :2] * 100.0)
-    turn = lambda x: (x[..., _LIPS, :] @ rig.rotation.T)[..., :2]  # noqa: E731
+
+def lip_face(rig) -> Face:
+    """A face's rig (``face.template.Rig``) at the points the gap is read from, as the camera sees them (its
+    pose included, motion's head pose not): (points [8, 2], basis [52, 8, 2], seal [8, 2]), on the CPU."""
+    rotation = rig.rotation.detach().float().cpu()
+    turn = lambda x: (x[..., _LIPS, :].detach().float().cpu() @ rotation.T)[..., :2]  # noqa: E731
     return turn(rig.points), turn(rig.basis), turn(rig.seal)
 
 
-def drawn_gap(motion: Tensor) -> Tensor:
-    """The inner-lip gap over face width that motion [N, 58] draws on the standard face -> [N]; signed (lips
-    sealed past each other are below 0), so that it only grows as the mouth opens."""
+@lru_cache(maxsize=1)
+def _standard_face() -> Face:
+    """The template face: where the lips are drawn when the face is not known (the units the head reads)."""
+    from talkhead.face.template import TEMPLATE, fit_rig
+
+    return lip_face(fit_rig(TEMPLATE[:68, :2] * 100.0))
+
+
+def drawn_gap(motion: Tensor, face: Face | None = None) -> Tensor:
+    """The inner-lip gap over face width that motion [N, 58] draws on ``face`` (default: the standard face) ->
+    [N]; signed (lips sealed past each other are below 0), so that it only grows as the mouth opens."""
     from talkhead.face.template import coefficients
 
-    points, basis, seal_to = _standard_face()
+    points, basis, seal_to = _standard_face() if face is None else face
     e, seal = coefficients(motion[:, SPEC.expression])
     p = points + torch.einsum("tc,cpd->tpd", e, basis) + seal[:, None, None] * seal_to
     gap = (p[:, [3, 4, 5], 1] - p[:, [2, 1, 0], 1]).mean(1)
     return gap / (p[:, 7] - p[:, 6]).norm(dim=1).clamp_min(1e-6)
+
+
+def rest_gap(face: Face | None) -> float:
+    """The gap a face draws with every channel at rest: a photo's own lips (0.015 on the standard face, 0.075 on
+    the default photo, who smiles). Solved on a face, the net's opening is taken about it: about the standard
+    face's rest, the default photo's lips were only ever sealed, its jaw never moving."""
+    return float(drawn_gap(torch.zeros(1, SPEC.dim), face)[0])
 
 
 _SEALS = ("mouthClose", "mouthPressLeft", "mouthPressRight")
@@ -137,15 +152,15 @@ def set_opening(motion: Tensor, u: Tensor) -> Tensor:
     return m
 
 
-def follow_gap(motion: Tensor, target: Tensor, grid: int = 41) -> Tensor:
-    """Motion [N, 58] (rig units) whose opening (``set_opening``) makes the lip gap it draws on the standard
-    face ``target`` [N], as nearly as the opening can. The gap grows with the opening, piecewise linearly:
+def follow_gap(motion: Tensor, target: Tensor, grid: int = 41, face: Face | None = None) -> Tensor:
+    """Motion [N, 58] (rig units) whose opening (``set_opening``) makes the lip gap it draws on ``face`` (default:
+    the standard face) ``target`` [N], as nearly as the opening can. The gap grows with the opening, piecewise linearly:
     it is drawn once for every frame at ``grid`` openings (one batched projection, not a search: a live
     window has milliseconds) and the opening read off between the two that bracket the target."""
     n = len(motion)
     u = torch.linspace(-1.0, 1.0, grid)
     flat = motion[:, None].expand(n, grid, motion.shape[1]).reshape(n * grid, -1)
-    gaps = drawn_gap(set_opening(flat, u.repeat(n))).reshape(n, grid)
+    gaps = drawn_gap(set_opening(flat, u.repeat(n)), face).reshape(n, grid)
     gaps = torch.cummax(gaps, 1).values  # monotone to the last digit, so the bracket is unique
     k = (gaps < target[:, None]).sum(1).clamp(1, grid - 1)  # the first grid opening at or above the target
     lo, hi = gaps.gather(1, (k - 1)[:, None])[:, 0], gaps.gather(1, k[:, None])[:, 0]
@@ -169,6 +184,11 @@ class LipHead:
     # regression, a net predicts the expected opening, which swings less than lips do: ``apply`` widens the
     # opening about its mean by the inverse, so a mouth opens and closes about as far as a person's.
     spread: float = 1.0
+    # The face the motion will be drawn on (``motion.model.on_face``): the opening is solved on it, so that its
+    # own lips, photographed open or closed, and the mouth's other channels on it, draw the net's gap. None: the
+    # standard face. Solved there, the lips drawn on people's faces followed their filmed lips at r 0.647 against
+    # 0.684 solved on each face (13 people, fold nets, recipes/lips_drawing_cost.py).
+    face: Face | None = None
 
     def fits(self, features: FeatureConfig) -> bool:
         """Whether the head reads the front end a motion model uses."""
@@ -187,8 +207,10 @@ class LipHead:
         b, t, d = motion.shape
         flat = motion.reshape(b * t, d).float()
         z = self.opening(raw) / self.spread
-        target = (self.gap_mean + self.gap_std * z).reshape(-1).clamp_min(0.0)
-        return follow_gap(flat, target).reshape(b, t, d).to(motion)
+        target = (self.gap_mean + self.gap_std * z).reshape(-1)
+        if self.face is not None:  # the net's opening about the face's own lips at rest, as on the standard face
+            target = target + rest_gap(self.face) - rest_gap(None)
+        return follow_gap(flat, target.clamp_min(0.0), face=self.face).reshape(b, t, d).to(motion)
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
         meta = {**(self.meta or {}), **(extra or {}), "kind": "lipnet", "lipnet": asdict(self.net.cfg),

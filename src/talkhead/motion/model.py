@@ -300,6 +300,17 @@ def in_person_range(model: MotionModel, gap: tuple[float, float] | None) -> Moti
     return replace(model, lips=replace(lips, gap_mean=max(mean, lips.gap_mean), gap_std=max(spread, lips.gap_std)))
 
 
+def on_face(model: MotionModel, rig) -> MotionModel:
+    """``model`` with its lip net solving each frame's opening on the face the motion will be drawn on (a
+    ``face.template.Rig``, e.g. a warp renderer's), not on the standard face: a photo's own lips (open or closed)
+    and the mouth's other channels move its gap differently. None, or a model without a lip net: as it is."""
+    if rig is None or model.lips is None:
+        return model
+    from talkhead.motion.lipnet import lip_face
+
+    return replace(model, lips=replace(model.lips, face=lip_face(rig)))
+
+
 def load_model(name: str | None) -> MotionModel:
     """A shipped model by name, a checkpoint path, or the default shipped model, wearing the shipped lip
     net when its front end fits (``MODEL+none``: the model's own lips; ``MODEL+LIPS``: another net)."""

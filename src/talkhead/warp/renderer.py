@@ -181,6 +181,7 @@ class WarpRenderer:
         self.background, self.landmarks = frame_photo(photo, self.face, self.size, framing)
         rig = fit_rig(self.landmarks)
         self.rig = rig.to(self.device)
+        self.lip_rig = rig  # the face speech-driven lips are solved on (pipeline.stream, motion.model.on_face)
         self._setup_crop(rig, grid)
         self._setup_features(rig.scale)
 
