@@ -98,7 +98,6 @@ def test_solved_on_a_face_the_gap_drawn_on_it_is_the_target_as_it_is_not_solved_
 def test_on_a_face_with_lips_apart_at_rest_the_head_opens_about_them():
     """A head solving on a face takes the net's opening about that face's own lips at rest: on a photo whose lips
     rest apart, targets about the standard face's rest would only ever seal them, the jaw never moving."""
-    from dataclasses import replace
 
     from talkhead.motion.lipnet import lip_face, rest_gap
 
@@ -106,7 +105,7 @@ def test_on_a_face_with_lips_apart_at_rest_the_head_opens_about_them():
     assert rest_gap(face) > rest_gap(None) + 0.05
     raw, motion = torch.randn(1, 40, 384), torch.zeros(1, 40, SPEC.dim)
     head = _head()
-    on_face = replace(head, face=face).apply(raw, motion)[0]
+    on_face = head.on(face).apply(raw, motion)[0]
     want = head.gap_mean + head.gap_std * head.opening(raw)[0] + rest_gap(face) - rest_gap(None)
     assert torch.allclose(drawn_gap(on_face, face), want, atol=3e-3)
     assert float(on_face[:, SPEC["jawOpen"]].max()) > 0.1  # the jaw moves, as it does on the standard face

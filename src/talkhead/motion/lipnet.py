@@ -15,7 +15,7 @@ before it is crossfaded or continued, so offline, streamed and live motion stay 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,11 @@ class LipHead:
     # standard face. Solved there, the lips drawn on people's faces followed their filmed lips at r 0.647 against
     # 0.684 solved on each face (13 people, fold nets, recipes/lips_drawing_cost.py).
     face: Face | None = None
+    rest_shift: float = 0.0  # the face's lips at rest over the standard face's (``on``): once, not every window
+
+    def on(self, face: Face) -> "LipHead":
+        """This head solving on ``face``, the net's opening taken about that face's own lips at rest."""
+        return replace(self, face=face, rest_shift=rest_gap(face) - rest_gap(None))
 
     def fits(self, features: FeatureConfig) -> bool:
         """Whether the head reads the front end a motion model uses."""
@@ -207,10 +212,8 @@ class LipHead:
         b, t, d = motion.shape
         flat = motion.reshape(b * t, d).float()
         z = self.opening(raw) / self.spread
-        target = (self.gap_mean + self.gap_std * z).reshape(-1)
-        if self.face is not None:  # the net's opening about the face's own lips at rest, as on the standard face
-            target = target + rest_gap(self.face) - rest_gap(None)
-        return follow_gap(flat, target.clamp_min(0.0), face=self.face).reshape(b, t, d).to(motion)
+        target = (self.gap_mean + self.gap_std * z + self.rest_shift).reshape(-1).clamp_min(0.0)
+        return follow_gap(flat, target, face=self.face).reshape(b, t, d).to(motion)
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
         meta = {**(self.meta or {}), **(extra or {}), "kind": "lipnet", "lipnet": asdict(self.net.cfg),

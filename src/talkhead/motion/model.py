@@ -308,7 +308,7 @@ def on_face(model: MotionModel, rig) -> MotionModel:
         return model
     from talkhead.motion.lipnet import lip_face
 
-    return replace(model, lips=replace(model.lips, face=lip_face(rig)))
+    return replace(model, lips=model.lips.on(lip_face(rig)))
 
 
 def load_model(name: str | None) -> MotionModel:
