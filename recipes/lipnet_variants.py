@@ -33,6 +33,8 @@ VARIANTS = {
     "it800": (replace(BASE, iters=800), (0,), "corpus/talking"),
     "syn0": (replace(BASE, synthetic_share=0.0), (0,), "corpus/talking"),
     "j3": (replace(BASE, members=3), (0,), "corpus/talking"),  # one run of three members (what ships)
+    "corr1": (replace(BASE, members=3, corr_weight=1.0), (0,), "corpus/talking"),
+    "corr3": (replace(BASE, members=3, corr_weight=3.0), (0,), "corpus/talking"),
     # the 10 measure-only people of corpus/extra learnt from too (not adopted: they are the people no net saw)
     "extra": (BASE, (0,), "corpus/talking-x"), "extra-ens3": (BASE, (0, 1, 2), "corpus/talking-x"),
 }

@@ -29,7 +29,9 @@ def test_two_voices_on_two_sentences(tmp_path) -> None:
         assert 0 <= r["wer"] <= 2 and len(r["sentences"]) == 2
         assert 0 < r["long_text_first_sentence_s"] < r["long_text_all_sentences_s_estimate"]
     assert rows["us-female"]["rtf"] < rows["joe"]["rtf"]  # espeak is the faster engine by far
-    assert rows["joe"]["wer"] <= 0.5 and rows["joe"]["aligned"] == "2/2"  # the neural voice is understood
+    # The neural voice is understood. Piper draws its own noise, so its WER on two sentences varies: 0.25-0.44 in
+    # 12 runs here, 0.56 once in CI; espeak's us-female, which PocketSphinx hardly understands, 0.94.
+    assert rows["joe"]["wer"] <= 0.65 and rows["joe"]["aligned"] == "2/2"
     assert rows["joe"]["timing_r"] > 0.5  # its phones are where the aligner finds the sounds
     with pytest.raises(InputError):
         run_voices_bench(tmp_path, VoicesBenchConfig(voices=("jim",)))

@@ -82,3 +82,29 @@ def test_the_live_view_trains_on_what_a_live_session_hears(talking_corpus, tmp_p
     with pytest.raises(InputError, match="--augment"):
         gap_clips(talking_corpus, (), 1, "live")
 
+
+
+def test_window_r_is_pearson_over_the_seen_frames():
+    import numpy as np
+
+    from talkhead.motion.train.lipnet import window_r
+
+    gen = torch.Generator().manual_seed(0)
+    pred, y = torch.randn(2, 3, 40, generator=gen), torch.randn(3, 40, generator=gen)
+    seen = torch.rand(3, 40, generator=gen) > 0.3
+    got = window_r(pred, y, seen.float())
+    for m in range(2):
+        for b in range(3):
+            s = seen[b].numpy()
+            want = np.corrcoef(pred[m, b].numpy()[s], y[b].numpy()[s])[0, 1]
+            assert abs(float(got[m, b]) - want) < 1e-5
+
+
+def test_the_correlation_term_trains(talking_corpus, tmp_path):
+    cfg = LipNetTrainConfig(iters=300, batch=8, frames=48, augmented=0, corr_weight=1.0)
+    train_lipnet(talking_corpus, tmp_path / "c.safetensors", cfg, progress=False)
+    head = load_head(tmp_path / "c.safetensors")
+    assert head.meta["train"]["config"]["corr_weight"] == 1.0
+    data, _ = gap_clips(talking_corpus, (), 0)
+    pred = head.opening(data.feats[0][0][None])[0].numpy()
+    assert lagged_r(data.gap[0].numpy(), pred, data.seen[0].numpy(), 2)[1] > 0.6

@@ -45,6 +45,8 @@ class LipNetTrainConfig:
     augmented: int = field(default=0, metadata={"help": "augmented copies of each clip's audio", "flag": "--augment"})
     synthetic_share: float = field(default=0.5, metadata={"help": "share of each batch drawn from --synthetic's clips "
                                                                   "(their rig's lip gap as the target), if given"})
+    corr_weight: float = field(default=0.0, metadata={"help": "weight of (1 - Pearson r) per window beside the squared "
+                                                                "error: r is what the lips are judged by"})
     ema: float = field(default=0.99, metadata={"help": "EMA decay of the saved weights"})
     view: str = field(default="offline", metadata={"help": "the audio as the net will read it: 'offline' (28 s Whisper "
                                                           "blocks) or 'live' (a live student's one-frame blocks)",
@@ -189,7 +191,18 @@ class GapObjective:
         with torch.random.fork_rng():  # dropout drawn from the run's own generator: a resumed run is the same run
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
             pred = net.each((x - self.mean) / self.std)  # each member fitted on its own, not their mean
-        return (((pred - y) ** 2) * m).sum() / (len(pred) * m.sum().clamp_min(1.0))
+        loss = (((pred - y) ** 2) * m).sum() / (len(pred) * m.sum().clamp_min(1.0))
+        if self.cfg.corr_weight:
+            loss = loss + self.cfg.corr_weight * (1 - window_r(pred, y, m)).mean()
+        return loss
+
+
+def window_r(pred: Tensor, y: Tensor, m: Tensor) -> Tensor:
+    """Pearson r of each window [..., B, T] with its target over the seen frames ``m`` [B, T] -> [..., B]."""
+    n = m.sum(-1).clamp_min(1.0)
+    dp = (pred - (pred * m).sum(-1, keepdim=True) / n[:, None]) * m
+    dy = (y - (y * m).sum(-1, keepdim=True) / n[:, None]) * m
+    return (dp * dy).sum(-1) / ((dp ** 2).sum(-1) * (dy ** 2).sum(-1)).clamp_min(1e-8).sqrt()
 
 
 def _by_length(data: GapClips) -> Tensor:
