@@ -17,7 +17,7 @@ from talkhead.audio.features import warm
 from talkhead.audio.tts import Speech
 from talkhead.config import FPS, MAX_SIDE, GenerateConfig, RenderConfig
 from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel, in_person_range, load_model, on_face
+from talkhead.motion.model import MotionModel, in_own_mouths, in_person_range, load_model, on_face
 from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 
@@ -35,6 +35,15 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(), model
     if model is None:
         model = load_model(cfg.model)
     return motion_from_audio(in_person_range(model, lip_range), speech.wav, cfg)
+
+
+def for_renderer(model: MotionModel, renderer) -> MotionModel:
+    """``model`` as ``stream`` drives ``renderer`` with it: a renderer with a ``lip_range`` (an avatar's) has the
+    lips opened in that person's own range; one with a ``lip_rig`` (the warp renderer's photo) has the lip net's
+    opening solved on that face (``on_face``); one with ``own_mouths`` (an avatar's filmed motion) has each opening
+    drawn with the person's own mouth at it (``in_own_mouths``)."""
+    model = on_face(in_person_range(model, getattr(renderer, "lip_range", None)), getattr(renderer, "lip_rig", None))
+    return in_own_mouths(model, getattr(renderer, "own_mouths", None))
 
 
 def renderer_options(cfg: GenerateConfig, latents_only: bool = False) -> dict:
@@ -88,12 +97,11 @@ def stream(chunks: Iterable[np.ndarray], model: MotionModel, renderer, cfg: Moti
     stream gives the same frames however speech is chunked. ``hearing`` is how the motion stream hears the
     speech (``motion.stream.Hearing``: offline by default) and ``tail``, the motion shown just before, which the
     speech continues from (a live face).
-    A renderer with a ``lip_range`` (an avatar's) has the lips opened in that person's own range; one with a
-    ``lip_rig`` (the warp renderer's photo) has the lip net's opening solved on that face (``on_face``).
+    The model drives the renderer as ``for_renderer`` says (the person's lip range, the face's own lips).
     """
     from talkhead.motion.stream import MotionStream
 
-    model = on_face(in_person_range(model, getattr(renderer, "lip_range", None)), getattr(renderer, "lip_rig", None))
+    model = for_renderer(model, renderer)
     motion = MotionStream(model, cfg, hearing, tail)
 
     def blocks() -> Iterator[np.ndarray]:

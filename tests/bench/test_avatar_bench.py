@@ -34,6 +34,9 @@ def test_speech_driven_rows_on_a_real_recording(tiny_avatar):
     assert all(row[k] is not None for k in ("lip_gap_spread", "unranged_lip_gap_spread", "filmed_lip_gap_spread"))
     assert 0 < row["identity_found"] <= 1 and row["identity_distance"] is not None
     assert row["warp_lip_r_with_jawOpen"] is not None
+    # What the motion asks of the lips, read as the gap it draws on each face: the warp renderer's geometry draws
+    # exactly that gap, so dlib reads it back closely.
+    assert row["warp_lip_r_with_motion_gap"] > 0.7 and row["lip_r_with_motion_gap"] is not None
     # The filmed base frames are the same person as the reference crop (dlib's "same person" is < 0.6).
     assert 0 <= row["filmed_identity_distance"] < 0.6
 

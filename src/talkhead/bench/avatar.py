@@ -254,19 +254,28 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
 
 def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> dict:
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
-    frame), each as ``generate`` drives it: the avatar's lips in the person's own range (``Avatar.lip_range``),
-    the warp renderer's in the average filmed person's; the avatar's also without its range, for comparison."""
+    frame), each as ``generate`` drives it (``pipeline.for_renderer``: the avatar's lips in the person's own range,
+    ``Avatar.lip_range``; the warp renderer's in the average filmed person's, solved on its photo's face); the
+    avatar's also without its range, for comparison. The drawn lip gap is scored against two readings
+    of what the motion asks: its jawOpen and the lip gap it draws on that face, which also
+    sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
     from talkhead.audio.io import load_audio
-    from talkhead.face.identity import identity_distance, lip_gap
+    from talkhead.face.identity import identity_distance
+    from talkhead.face.template import fit_rig
+    from talkhead.motion.model import load_model
     from talkhead.motion.stream import MotionConfig
-    from talkhead.pipeline import motion_from_speech, speech_from_recording
+    from talkhead.pipeline import for_renderer, motion_from_speech, speech_from_recording
     from talkhead.warp.renderer import WarpRenderer
 
     avatar = load_avatar(avatar_path)
     speech = speech_from_recording(load_audio(recording))
-    plain = motion_from_speech(speech, MotionConfig(seed=seed))
+    renderer, warper = AvatarRenderer(avatar, seed), WarpRenderer(avatar.base[0], size=None, full_frame=True)
+    cfg, model = MotionConfig(seed=seed), load_model(None)
     own = avatar.lip_range()
-    motion = motion_from_speech(speech, MotionConfig(seed=seed), lip_range=own)
+    motion = motion_from_speech(speech, cfg, for_renderer(model, renderer))
+    plain = motion_from_speech(speech, cfg, model)  # the avatar's lips in the average filmed person's range
+    wmotion = motion_from_speech(speech, cfg, for_renderer(model, warper))
+    face = fit_rig(avatar.crop_points)  # the face the avatar's engine draws the mouth on
 
     def drawn(m: np.ndarray) -> np.ndarray:
         frames = np.stack(list(AvatarRenderer(avatar, seed).frames(m)))
@@ -277,21 +286,11 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     # The same base frames as filmed: what the person's real face scores against the one reference crop, the
     # floor of the identity measure (the avatar changes only their lower face).
     filmed = _crops(avatar.base[order], avatar.base_affine[order], avatar.side)
-    warp = np.stack(list(WarpRenderer(avatar.base[0], size=None, full_frame=True).frames(plain)))
-    wcrops = _crops(warp, np.repeat(avatar.base_affine[:1], len(warp), 0), avatar.side)
-
-    def follow(cs: np.ndarray, m: np.ndarray) -> dict:
-        """r of the lip gap seen in the crops with the motion's jawOpen, and the gap's spread (90th - 10th
-        percentile, over face width as ``lip_gap`` reads it): how far the drawn mouth opens and closes."""
-        g = [(lip_gap(c), j) for c, j in zip(cs[::2], m[::2, SPEC["jawOpen"]])]
-        g = np.array([(a, b) for a, b in g if a is not None])
-        if len(g) <= 2:
-            return {"r": None, "spread": None}
-        spread = float(np.ptp(np.percentile(g[:, 0], [10, 90])))
-        return {"r": round(pearson(g[:, 0], g[:, 1]), 3), "spread": round(spread, 4)}
-
+    wcrops = _crops(np.stack(list(warper.frames(wmotion))), np.repeat(avatar.base_affine[:1], len(wmotion), 0),
+                    avatar.side)
+    ours, without = _follow(crops, motion, face), _follow(unranged, plain, face)
+    theirs = _follow(wcrops, wmotion, warper.lip_rig)
     ident = identity_distance(avatar.reference, crops[::5])
-    ours, theirs, without = follow(crops, motion), follow(wcrops, plain), follow(unranged, plain)
     return {"recording": Path(recording).name, "frames": len(crops),
             "lip_range": [round(v, 4) for v in own],
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
@@ -299,9 +298,28 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
             "filmed_identity_distance": round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3),
             "lip_r_with_jawOpen": ours["r"], "warp_lip_r_with_jawOpen": theirs["r"],
-            "unranged_lip_r_with_jawOpen": without["r"], "lip_gap_spread": ours["spread"],
-            "warp_lip_gap_spread": theirs["spread"], "unranged_lip_gap_spread": without["spread"],
-            "filmed_lip_gap_spread": follow(filmed, avatar.base_motion[order])["spread"]}
+            "unranged_lip_r_with_jawOpen": without["r"], "lip_r_with_motion_gap": ours["r_gap"],
+            "warp_lip_r_with_motion_gap": theirs["r_gap"], "unranged_lip_r_with_motion_gap": without["r_gap"],
+            "lip_gap_spread": ours["spread"], "warp_lip_gap_spread": theirs["spread"],
+            "unranged_lip_gap_spread": without["spread"],
+            "filmed_lip_gap_spread": _follow(filmed, avatar.base_motion[order], face)["spread"]}
+
+
+def _follow(crops: np.ndarray, motion: np.ndarray, rig) -> dict:
+    """r of the lip gap seen in every second crop with the motion's jawOpen and with the lip gap the motion draws
+    on ``rig`` (``motion.lipnet.drawn_gap``), and the seen gap's spread (90th - 10th percentile, over face width as
+    ``lip_gap`` reads it): how far the drawn mouth opens and closes."""
+    from talkhead.face.identity import lip_gap
+    from talkhead.motion.lipnet import drawn_gap, lip_face
+
+    asked = drawn_gap(torch.from_numpy(np.asarray(motion[::2], np.float32)), lip_face(rig)).numpy()
+    seen = [(lip_gap(c), j, a) for c, j, a in zip(crops[::2], motion[::2, SPEC["jawOpen"]], asked)]
+    g = np.array([row for row in seen if row[0] is not None], np.float64)
+    if len(g) <= 2:
+        return {"r": None, "r_gap": None, "spread": None}
+    spread = float(np.ptp(np.percentile(g[:, 0], [10, 90])))
+    return {"r": round(pearson(g[:, 0], g[:, 1]), 3), "r_gap": round(pearson(g[:, 0], g[:, 2]), 3),
+            "spread": round(spread, 4)}
 
 
 def speed_at(side: int, steps: int, window: tuple[int, int, int, int] | None = None, frames: int = 64) -> float:
