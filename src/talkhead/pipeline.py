@@ -17,7 +17,7 @@ from talkhead.audio.features import warm
 from talkhead.audio.tts import Speech
 from talkhead.config import FPS, MAX_SIDE, GenerateConfig, RenderConfig
 from talkhead.errors import InputError
-from talkhead.motion.model import MotionModel, in_own_mouths, in_person_range, load_model, on_face
+from talkhead.motion.model import MotionModel, in_person_range, load_model, on_face
 from talkhead.motion.stream import OFFLINE, Hearing, MotionConfig, motion_from_audio
 from talkhead.rig import target_motion
 
@@ -40,10 +40,8 @@ def motion_from_speech(speech: Speech, cfg: MotionConfig = MotionConfig(), model
 def for_renderer(model: MotionModel, renderer) -> MotionModel:
     """``model`` as ``stream`` drives ``renderer`` with it: a renderer with a ``lip_range`` (an avatar's) has the
     lips opened in that person's own range; one with a ``lip_rig`` (the warp renderer's photo) has the lip net's
-    opening solved on that face (``on_face``); one with ``own_mouths`` (an avatar's filmed motion) has each opening
-    drawn with the person's own mouth at it (``in_own_mouths``)."""
-    model = on_face(in_person_range(model, getattr(renderer, "lip_range", None)), getattr(renderer, "lip_rig", None))
-    return in_own_mouths(model, getattr(renderer, "own_mouths", None))
+    opening solved on that face (``on_face``)."""
+    return on_face(in_person_range(model, getattr(renderer, "lip_range", None)), getattr(renderer, "lip_rig", None))
 
 
 def renderer_options(cfg: GenerateConfig, latents_only: bool = False) -> dict:

@@ -261,31 +261,3 @@ def test_a_net_with_little_look_ahead_never_reads_further():
     assert a.shape == (40,) and torch.equal(a[:20], b[:20]) and not torch.allclose(a[20], b[20])
     sym = LipNet(LipNetConfig(dim=16, hidden=8, kernel=5)).eval()
     assert not torch.allclose(sym(x)[0][17], sym(y)[0][17])  # the symmetric net reads 4 frames ahead
-
-
-def test_with_a_persons_own_mouths_each_opening_is_drawn_with_their_mouth_at_it():
-    """``in_own_mouths``: a person's filmed motion, their mouths opening by the jaw and a lip pulled down together;
-    the head draws the net's opening (in that person's own gap units) with the mouth they had at that gap, leaving
-    every other channel as the motion model made it, and beyond their filmed range their widest or most closed."""
-    from talkhead.motion.lipnet import OWN_MOUTH, own_mouth
-    from talkhead.motion.model import in_own_mouths
-
-    gen = torch.Generator().manual_seed(0)
-    k = torch.rand(400, generator=gen)
-    filmed = torch.zeros(400, SPEC.dim)
-    filmed[:, SPEC["jawOpen"]], filmed[:, SPEC["mouthLowerDownLeft"]] = 0.5 * k, 0.3 * k
-    gap = drawn_gap(filmed)
-    motion = torch.rand(5, SPEC.dim, generator=gen)
-    want = torch.tensor([-1.0, float(gap.quantile(0.25)), float(gap.quantile(0.75)), 1.0, float(gap.median())])
-    got = own_mouth(motion, want, gap, filmed[:, OWN_MOUTH])
-    other = [i for i in range(SPEC.dim) if i not in OWN_MOUTH]
-    assert torch.equal(got[:, other], motion[:, other])
-    jaw = got[:, SPEC["jawOpen"]]
-    assert jaw[0] < 0.02 and jaw[3] > 0.48 and jaw[1] < jaw[4] < jaw[2]  # the filmed extremes beyond the range
-    assert torch.allclose(got[:, SPEC["mouthLowerDownLeft"]], 0.6 * jaw, atol=1e-4)  # their own mix of channels
-    assert torch.allclose(drawn_gap(got[1:3]), want[1:3], atol=0.1 * float(gap.std()))
-
-    model = load("student-1-whisper+none")
-    assert in_own_mouths(model, filmed.numpy()) is model  # no lip net: as it is
-    head = in_own_mouths(with_lips(load("student-1-whisper"), None), filmed.numpy()).lips  # the shipped head
-    assert head.mouths is not None and head.gap_mean == pytest.approx(float(gap.mean()), abs=1e-6)

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from talkhead.motion.lipnet import OWN_MOUTH as MOUTH  # noqa: F401 - the channels the engine redraws: jaw, mouth, ...
+from talkhead.rig.spec import SPEC
+
+# The channels the engine redraws from the driving motion: jaw, mouth, cheeks, tongue.
+MOUTH = [i for i, n in enumerate(SPEC.names) if n.startswith(("jaw", "mouth", "cheek", "tongue"))]
 
 
 def mouth_keys(crop_points: np.ndarray, motion: np.ndarray, side: int) -> np.ndarray:

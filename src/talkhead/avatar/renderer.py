@@ -75,9 +75,6 @@ class AvatarRenderer:
         # Speech-driven motion opens the mouth in the person's own range (``pipeline.stream``); a re-enacted
         # video's fitted motion is already theirs.
         self.lip_range = a.lip_range() if self.loop else None
-        # ... drawn with the person's own mouth at each opening (``motion.model.in_own_mouths``): the engine learnt
-        # to draw their mouths only.
-        self.own_mouths = (a.bank["motion"] if a.bank is not None else a.base_motion) if self.loop else None
         h, w = self.base.shape[1:3]
         self.size = (w, h)
 

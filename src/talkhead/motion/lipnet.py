@@ -168,20 +168,6 @@ def follow_gap(motion: Tensor, target: Tensor, grid: int = 41, face: Face | None
     return set_opening(motion, u[k - 1] + w * (u[k] - u[k - 1]))
 
 
-OWN_MOUTH = [i for i, n in enumerate(SPEC.names) if n.startswith(("jaw", "mouth", "cheek", "tongue"))]
-
-
-def own_mouth(motion: Tensor, target: Tensor, gap: Tensor, mouth: Tensor) -> Tensor:
-    """Motion [N, 58] with its mouth channels (``OWN_MOUTH``) set, frame by frame, to the mean mouth of a person's
-    filmed frames whose gap (``gap`` [K], their ``mouth`` [K, M]) is near the ``target`` gap [N]: a Gaussian
-    kernel whose width is Silverman's rule for the filmed gaps (a rule, so that no person's width is tuned)."""
-    width = max(1.06 * float(gap.std()) * len(gap) ** -0.2, 1e-4)
-    logits = -0.5 * ((target[:, None] - gap[None]) / width) ** 2
-    out = motion.clone()
-    out[:, OWN_MOUTH] = torch.softmax(logits, 1) @ mouth  # beyond the filmed range: the nearest filmed mouths
-    return out
-
-
 @dataclass
 class LipHead:
     """A trained lip net with the units it reads and writes; ``load_head(path)`` rebuilds one."""
@@ -204,21 +190,10 @@ class LipHead:
     # 0.684 solved on each face (13 people, fold nets, recipes/lips_drawing_cost.py).
     face: Face | None = None
     rest_shift: float = 0.0  # the face's lips at rest over the standard face's (``on``): once, not every window
-    # A person's own mouths (``own``): their filmed frames' lip gap on the standard face [N] and mouth channels
-    # [N, M] (``OWN_MOUTH``). With them the opening is drawn with the mouth the person had at that opening in their
-    # own range, not by the jaw or a seal: an avatar's engine learnt to draw only that person's mouths.
-    mouths: tuple[Tensor, Tensor] | None = None
 
     def on(self, face: Face) -> "LipHead":
         """This head solving on ``face``, the net's opening taken about that face's own lips at rest."""
         return replace(self, face=face, rest_shift=rest_gap(face) - rest_gap(None))
-
-    def own(self, gap: Tensor, mouth: Tensor) -> "LipHead":
-        """This head drawing each opening with a person's own mouth: ``gap`` [N] and ``mouth`` [N, len(OWN_MOUTH)]
-        of their filmed frames; the net's z-units become that person's own gaps (mean and spread: no floor)."""
-        gap, mouth = gap.float(), mouth.float()
-        return replace(self, mouths=(gap, mouth), gap_mean=float(gap.mean()), gap_std=max(float(gap.std()), 1e-4),
-                       face=None, rest_shift=0.0)
 
     def fits(self, features: FeatureConfig) -> bool:
         """Whether the head reads the front end a motion model uses."""
@@ -237,10 +212,8 @@ class LipHead:
         b, t, d = motion.shape
         flat = motion.reshape(b * t, d).float()
         z = self.opening(raw) / self.spread
-        target = (self.gap_mean + self.gap_std * z + self.rest_shift).reshape(-1)
-        if self.mouths is not None:
-            return own_mouth(flat, target, *self.mouths).reshape(b, t, d).to(motion)
-        return follow_gap(flat, target.clamp_min(0.0), face=self.face).reshape(b, t, d).to(motion)
+        target = (self.gap_mean + self.gap_std * z + self.rest_shift).reshape(-1).clamp_min(0.0)
+        return follow_gap(flat, target, face=self.face).reshape(b, t, d).to(motion)
 
     def save(self, path: str | Path, extra: dict[str, Any] | None = None) -> None:
         meta = {**(self.meta or {}), **(extra or {}), "kind": "lipnet", "lipnet": asdict(self.net.cfg),

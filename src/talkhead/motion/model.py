@@ -311,17 +311,6 @@ def on_face(model: MotionModel, rig) -> MotionModel:
     return replace(model, lips=model.lips.on(lip_face(rig)))
 
 
-def in_own_mouths(model: MotionModel, filmed) -> MotionModel:
-    """``model`` with its lip net drawing each opening with one person's own mouth (``LipHead.own``): ``filmed`` is
-    their filmed frames' fitted motion [N, 58] (an avatar's mouth bank). None, or no lip net: as it is."""
-    if filmed is None or model.lips is None:
-        return model
-    from talkhead.motion.lipnet import OWN_MOUTH, drawn_gap
-
-    m = torch.as_tensor(np.asarray(filmed, np.float32))
-    return replace(model, lips=model.lips.own(drawn_gap(m), m[:, OWN_MOUTH]))
-
-
 def load_model(name: str | None) -> MotionModel:
     """A shipped model by name, a checkpoint path, or the default shipped model, wearing the shipped lip
     net when its front end fits (``MODEL+none``: the model's own lips; ``MODEL+LIPS``: another net)."""
