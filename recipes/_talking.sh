@@ -2,7 +2,8 @@
 # corpus beside it (corpus/synth). Sets videos (the folders of clips) and people (who is who).
 talking=${TALKING:-../shared/data/talking}
 extra=${EXTRA:-corpus/extra}
-videos=("$talking"); [ -d "$extra" ] && videos+=("$extra")
+extra2=${EXTRA2:-corpus/extra2}
+videos=("$talking"); [ -d "$extra" ] && videos+=("$extra"); [ -d "$extra2" ] && videos+=("$extra2")
 people=recipes/talking_people.json
 talkhead data talking "${videos[@]}" --out corpus/talking --people "$people"
 [ -f corpus/synth/manifest.jsonl ] || talkhead data synth --minutes 20 --out corpus/synth --seed 7 --voices wide

@@ -271,7 +271,6 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     speech = speech_from_recording(load_audio(recording))
     renderer, warper = AvatarRenderer(avatar, seed), WarpRenderer(avatar.base[0], size=None, full_frame=True)
     cfg, model = MotionConfig(seed=seed), load_model(None)
-    own = avatar.lip_range()
     motion = motion_from_speech(speech, cfg, for_renderer(model, renderer))
     plain = motion_from_speech(speech, cfg, model)  # the avatar's lips in the average filmed person's range
     wmotion = motion_from_speech(speech, cfg, for_renderer(model, warper))
@@ -288,20 +287,18 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     filmed = _crops(avatar.base[order], avatar.base_affine[order], avatar.side)
     wcrops = _crops(np.stack(list(warper.frames(wmotion))), np.repeat(avatar.base_affine[:1], len(wmotion), 0),
                     avatar.side)
-    ours, without = _follow(crops, motion, face), _follow(unranged, plain, face)
-    theirs = _follow(wcrops, wmotion, warper.lip_rig)
+    rows = {"": _follow(crops, motion, face), "warp_": _follow(wcrops, wmotion, warper.lip_rig),
+            "unranged_": _follow(unranged, plain, face)}
     ident = identity_distance(avatar.reference, crops[::5])
     return {"recording": Path(recording).name, "frames": len(crops),
-            "lip_range": [round(v, 4) for v in own],
+            "lip_range": [round(v, 4) for v in avatar.lip_range()],
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
             "identity_found": round(ident["found"], 3),
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
             "filmed_identity_distance": round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3),
-            "lip_r_with_jawOpen": ours["r"], "warp_lip_r_with_jawOpen": theirs["r"],
-            "unranged_lip_r_with_jawOpen": without["r"], "lip_r_with_motion_gap": ours["r_gap"],
-            "warp_lip_r_with_motion_gap": theirs["r_gap"], "unranged_lip_r_with_motion_gap": without["r_gap"],
-            "lip_gap_spread": ours["spread"], "warp_lip_gap_spread": theirs["spread"],
-            "unranged_lip_gap_spread": without["spread"],
+            **{f"{who}{key}": row[name] for who, row in rows.items()
+               for key, name in (("lip_r_with_jawOpen", "r"), ("lip_r_with_motion_gap", "r_gap"),
+                                 ("lip_gap_spread", "spread"))},
             "filmed_lip_gap_spread": _follow(filmed, avatar.base_motion[order], face)["spread"]}
 
 
