@@ -5,10 +5,13 @@ scored by the net alone on the 13 fold people, each by the fold net that never h
 lag within +-8 frames). Needs corpus/talking (recipes/lipnet.sh makes it).
 
     python recipes/lipnet_encoder.py tiny base tiny+base tiny+tiny tiny-cmn [--all]
+    python recipes/lipnet_encoder.py --more-people
 
 "tiny+base": a net on each encoder, their openings averaged; "tiny+tiny": two tiny nets (seeds 0 and 1), the
 same average without a second encoder.
 
+--more-people: the tiny.en net learning from 13 people or from 23 (the earlier measure-only clips of corpus/extra
+added), scored on the 11 people of corpus/extra2 (docs/lips.md, "More people to learn from").
 --all: also score the measure-only people (German, Mandarin, ...) with a net trained on every fold person;
 done once, after the choice, never to make it. Results: runs/lipnet-encoder/results.jsonl.
 """
@@ -88,7 +91,7 @@ def clips(encoder: str, split: str = "train") -> GapClips:
         data = measure_clips()
     if encoder == "tiny" and split == "train":
         return data
-    cache = ROOT / f"{encoder}-{split}.pt"
+    cache = ROOT / f"{encoder}-{split}-{len(data.rows)}.pt"  # a corpus grown by clips is computed again
     if cache.exists():
         data.feats = [[f] for f in torch.load(cache)]
         return data
@@ -168,7 +171,38 @@ def measure_only(encoder: str) -> dict:
     return {"encoder": encoder, "measure_mean": round(float(np.mean(list(r.values()))), 4), "people": r}
 
 
+NEWEST = ("sadtalker_", "mimictalk_trump", "yiranran_", "w2lgfpgan_", "lipnet_", "deepavsr_")  # corpus/extra2
+
+
+def more_people() -> dict:
+    """The tiny.en net trained on the 13 trainable people, and on them and the 10 earlier measure-only people of
+    corpus/extra (not V-Express or psychopy, by their licences), each scored by the net alone on the 11 people of
+    corpus/extra2, on whom nothing was chosen."""
+    data = clips("tiny")
+    test = clips("tiny", "measure")
+    newest = [i for i, r in enumerate(test.rows) if r["file"].startswith(NEWEST)]
+    extra = [i for i, r in enumerate(test.rows) if i not in newest and r["person"] not in ("jwp", "radio-host", "aoc")]
+    feats = test.feats
+    out = {}
+    for name, add in (("13 people", []), ("23 people", extra)):
+        both = GapClips(data.feats + [feats[i] for i in add], data.gap + [test.gap[i] for i in add],
+                        data.seen + [test.seen[i] for i in add], data.rows + [test.rows[i] for i in add])
+        net = train(both, ())
+        sub = GapClips([feats[i] for i in newest], [test.gap[i] for i in newest], [test.seen[i] for i in newest],
+                       [test.rows[i] for i in newest])
+        r = person_r([net], [sub], lambda p: True)
+        out[name] = {"newest_mean": round(float(np.mean(list(r.values()))), 4), "people": r}
+    return out
+
+
 if __name__ == "__main__":
+    if "--more-people" in sys.argv:
+        torch.set_num_threads(2)
+        res = more_people()
+        print(json.dumps(res), flush=True)
+        with open(ROOT / "results.jsonl", "a") as f:
+            f.write(json.dumps({"more_people": res}) + "\n")
+        sys.exit()
     torch.set_num_threads(2)
     ROOT.mkdir(parents=True, exist_ok=True)
     for enc in [a for a in sys.argv[1:] if not a.startswith("--")]:
