@@ -210,7 +210,10 @@ def replica_actors() -> dict[str, object]:
     for a in ray.util.list_named_actors(all_namespaces=True):
         name, ns = (a["name"], a["namespace"]) if isinstance(a, dict) else (a, None)
         if name.startswith("SERVE_REPLICA::") and f"#{APP}#" in f"#{name.split('::', 1)[1]}":
-            out[name.rsplit("#", 1)[-1]] = ray.get_actor(name, namespace=ns)
+            try:
+                out[name.rsplit("#", 1)[-1]] = ray.get_actor(name, namespace=ns)
+            except ValueError:  # listed, then gone before the lookup: a replica scaled down meanwhile is not running
+                continue
     return out
 
 
