@@ -22,11 +22,13 @@ nets() {  # nets NAME VIEW MODEL FLAGS...
     local cmd=(talkhead distill lipnet --real corpus/talking --synthetic corpus/synth --iters "${ITERS:-1500}" --members 3
                --threads 2 --quiet --view "$view" "$@")
     folds_only "$out" "$name" "${cmd[@]}"
-    lips "$out/folds-$name" --fold-names "$name" --fold-model "$model+$out/fold{fold}/{name}.safetensors" --models ""
+    [ -f "$out/folds-$name/lips.json" ] ||  # done in a run that was stopped later
+        lips "$out/folds-$name" --fold-names "$name" --fold-model "$model+$out/fold{fold}/{name}.safetensors" --models ""
     resumable "$out/all/$name.safetensors" "${cmd[@]}" \
         --spread "$(python recipes/lipnet_spread.py "$out/folds-$name/lips.json" "$name")"
 }
-nets lips-whisper offline student-4-whisper
+# It reads the encoder's second layer beside its output (docs/lips.md, "Inner layers of the speech encoder").
+nets lips-whisper offline student-4-whisper --taps 2
 # The live student's net: trained on the audio as a live session hears it (one-frame Whisper blocks, one frame ahead).
 nets lips-whisper-live live student-1-whisper-live --ahead 1
 [ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper{,-live}.safetensors src/talkhead/models/lips/  # ships them
@@ -36,3 +38,10 @@ lips "${BENCH:-docs/bench/lipnet}" --fold-names lips-whisper \
 lips "${BENCH:-docs/bench/lipnet}-live" --fold-names lips-whisper,lips-whisper-live \
     --fold-model "student-1-whisper-live+$out/fold{fold}/{name}.safetensors" \
     --models "student-1-whisper-live+none,student-1-whisper-live+$out/all/lips-whisper-live.safetensors"
+# The 12 people of corpus/extra3 (docs/lips.md): a corpus of their own, so that their clips' lags never move the
+# median lag, and with it the trainable clips' audio; bench lips searches the lag on the audio as filmed.
+if [ -d corpus/extra3 ]; then
+    talkhead data talking corpus/extra3 --out corpus/talking-x3 --people "$people"
+    talkhead bench lips --videos corpus/extra3 --corpus corpus/talking-x3 --people "$people" \
+        --out "${BENCH:-docs/bench/lipnet}-extra3" --models "student-4-whisper+none,student-4-whisper+$out/all/lips-whisper.safetensors,student-1-whisper-live+$out/all/lips-whisper-live.safetensors"
+fi

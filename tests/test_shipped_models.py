@@ -115,8 +115,9 @@ def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
     from talkhead.motion.model import load_model
 
     path = shipped_head()
-    assert path is not None and path.stat().st_size < 2e6
+    assert path is not None and path.stat().st_size < 4e6
     model = load_model(None)
+    assert model.hearing.taps == (2,) and model.features.taps == ()  # it reads layer 2 beside the output
     people = model.lips.meta["train"]["people"]
     # Never learnt from a measure-only clip: those the licences keep out, other languages, the people kept for judging.
     measure_only = tuple(json.loads((ROOT / "recipes" / "talking_people.json").read_text())["measure_only"])
@@ -126,7 +127,8 @@ def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
     assert live.net.cfg.ahead == 1 and live.meta["train"]["config"]["view"] == "live"
     # Silence: lips shut; speech: they open and close with it.
     quiet = motion_from_audio(model, np.zeros(16_000 * 3, np.float32), MotionConfig(seed=1))
-    assert quiet[:, SPEC["jawOpen"]].max() < 0.15
+    # (The net reading layer 2 rests the jaw at 0.075 in digital silence, 0.006 before; docs/lips.md.)
+    assert quiet[:, SPEC["jawOpen"]].max() < 0.2 and quiet[:, SPEC["jawOpen"]].mean() < 0.1
     speech = synthesize("Papa bought a big map of the moon and the ocean.", "gb-male-deep")
     gen = motion_from_audio(model, speech.wav, MotionConfig(seed=0))
     tgt = target_motion(speech.wav, speech.sample_rate, speech.phones, 0)

@@ -205,7 +205,7 @@ def _motion_model(cfg: MotionConfig) -> MotionModel | None:
     if cfg.driver == "phones":
         return None
     model = load_model(cfg.model)
-    warm(model.features, OFFLINE.precision)
+    warm(model.hearing, OFFLINE.precision)
     return model
 
 

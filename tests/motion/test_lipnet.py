@@ -241,6 +241,33 @@ def test_a_person_who_opens_wider_is_drawn_opening_wider_at_the_same_moments(tmp
             in_person_range(model, bad)
 
 
+def test_a_head_reading_an_inner_layer_gets_it_beside_the_models_own_features(tmp_path):
+    """A head with taps (``FeatureConfig.taps``): the model's front end computes them in the same pass, the
+    denoiser still reads its own columns only, streamed motion is whole motion, and the opening follows the tap."""
+    from talkhead.audio.io import load_audio
+    from talkhead.motion.stream import MotionConfig, MotionStream, motion_from_audio
+
+    torch.manual_seed(0)
+    tapped = FeatureConfig(kind="whisper", pool="mean", taps=(2,))
+    net = LipNet(LipNetConfig(dim=768, hidden=8, kernel=3)).eval()
+    with torch.no_grad():  # the net reads the tap's columns only: the output's weights are zero
+        for body in net.bodies:
+            body[1].weight[:, :384] = 0
+    LipHead(net, tapped, torch.zeros(768), torch.ones(768), 0.06, 0.03).save(tmp_path / "t.safetensors")
+    model = load(f"student-1-whisper+{tmp_path / 't.safetensors'}")
+    assert model.hearing == tapped and model.features.taps == () and load("student-1-whisper").hearing.dim == 384
+    wav = load_audio(Path(__file__).parents[1] / "assets" / "speech" / "arctic_a0007.wav")
+    s = MotionStream(model, MotionConfig(seed=3))
+    parts = [b for i in range(0, len(wav), 7000) for b in s.push(wav[i:i + 7000])] + list(s.flush())
+    whole = motion_from_audio(model, wav, MotionConfig(seed=3))
+    assert np.allclose(np.concatenate(parts), whole, atol=1e-5)
+    feats = model.audio_features(wav)
+    assert feats.shape[1] == 768
+    want = model.lips.opening(model.norm.audio_inverse(feats)[None])[0]
+    got = drawn_gap(torch.from_numpy(whole))
+    assert np.corrcoef(want.numpy(), got.numpy())[0, 1] > 0.8  # the gap drawn follows the tap-read opening
+
+
 def test_a_head_for_another_front_end_is_refused_or_left_off(tmp_path):
     head = _head()
     head.features = FeatureConfig()  # log-mel

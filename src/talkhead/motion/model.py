@@ -51,9 +51,15 @@ class MotionModel:
     def schedule(self) -> NoiseSchedule:
         return self.denoiser.schedule
 
+    @property
+    def hearing(self) -> FeatureConfig:
+        """What the front end computes for this model: its own features, then the inner encoder layers its lip
+        net reads too (``FeatureConfig.taps``), in one pass over the audio."""
+        return self.features if self.lips is None else self.lips.features
+
     def audio_features(self, wav: np.ndarray) -> Tensor:
-        """Mono 16 kHz audio [N] -> normalised features [T, A]."""
-        return self.norm.audio(extract(wav, self.features))
+        """Mono 16 kHz audio [N] -> normalised features [T, A] (and the lip net's taps after them, raw)."""
+        return self.norm.audio(extract(wav, self.hearing))
 
     def ddim(self, cond: dict[str, Tensor], noise: Tensor, timesteps: list[int], to: int = -1) -> Tensor:
         """Deterministic DDIM over ``timesteps`` from ``noise`` (network units), stopping at ``to`` (-1: clean)."""
@@ -75,7 +81,7 @@ class MotionModel:
                guidance: float = 1.0, ref: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
         """Normalised audio [B, T, A] and window noise [B, K, W, D] -> motion [B, T, 58] in rig units."""
         fn = self.window_fn(audio.shape[0], steps, sampler, guidance, ref, generator, noise.device)
-        silence = self.norm.audio(silence_row(self.features))
+        silence = self.norm.audio(silence_row(self.hearing))
         return self.norm.motion_inverse(run_windows(audio, fn, noise, silence, self.cfg.window, self.cfg.tail))
 
     def runner(self, noise: torch.Generator, steps: int | None = None, sampler: str | None = None,
@@ -93,7 +99,7 @@ class MotionModel:
         """
         w, d = (self.cfg.window if lookahead is None or window is None else window), self.cfg.motion_dim
         fn = self.window_fn(1, steps, sampler, guidance, ref, generator, torch.device("cpu"))
-        args = (fn, lambda k: torch.randn(1, w, d, generator=noise), self.norm.audio(silence_row(self.features)), d, w,
+        args = (fn, lambda k: torch.randn(1, w, d, generator=noise), self.norm.audio(silence_row(self.hearing)), d, w,
                 self.cfg.tail)
         if ramp is not None:
             return RampRunner(*args, steps=ramp[0], lookaheads=ramp[1])
@@ -114,9 +120,11 @@ class MotionModel:
         flags = {True: torch.ones(b, dtype=torch.bool, device=dev), False: torch.zeros(b, dtype=torch.bool, device=dev)}
         kwargs = {"generator": generator} if name in ("ddpm", "ddim") else {}
 
+        own = self.features.dim  # the denoiser's columns; a lip net's taps follow them
+
         @torch.no_grad()
         def window_fn(start: int, audio: Tensor, tail: Tensor | None, x_t: Tensor) -> Tensor:
-            cond = {"audio": audio.to(dev), "ref": ref_n, "tail": no_tail.to(x_t) if tail is None else tail,
+            cond = {"audio": audio[..., :own].to(dev), "ref": ref_n, "tail": no_tail.to(x_t) if tail is None else tail,
                     "has_tail": flags[tail is not None]}
             x = fn(_guided(self.denoiser, cond, guidance), x_t, self.schedule, ts, **kwargs)
             if self.lips is None:

@@ -95,7 +95,7 @@ class MotionStream:
             raise ValueError("a ramp continues from a tail, and is not a lookahead runner")
         self.model = model
         first = () if h.ramp is None else h.ramp.blocks(model.cfg.tail)
-        self.features = FeatureStream(model.features, h.block_s, h.context_s, h.right_s, first, h.precision)
+        self.features = FeatureStream(model.hearing, h.block_s, h.context_s, h.right_s, first, h.precision)
         # Initial noise from the seed, window by window; stochastic samplers get their own stream.
         noise = torch.Generator().manual_seed(cfg.seed)
         extra = torch.Generator().manual_seed(cfg.seed + 1_000_003)

@@ -64,6 +64,25 @@ def test_the_command_names_bad_settings(talking_corpus, tmp_path, capsys):
     assert json.loads((tmp_path / "x.log.jsonl").read_text().splitlines()[-1])["steps"] == 3
 
 
+def test_a_net_on_an_inner_layer_reads_it_beside_the_output(talking_corpus, tmp_path, capsys):
+    """``--taps 2``: the net reads the encoder's output and its second layer; a model wearing it hears both."""
+    from talkhead.motion.model import load
+
+    out = tmp_path / "taps.safetensors"
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", str(out), "--iters", "200", "--batch",
+                 "8", "--frames", "48", "--taps", "2", "--quiet"]) == 0
+    head = load_head(out)
+    assert head.features.taps == (2,) and head.net.cfg.dim == 768 and head.fits(WHISPER)
+    data, _ = gap_clips(talking_corpus, (), 0, "offline", head.features)
+    assert data.feats[0][0].shape[1] == 768
+    _, r, _ = lagged_r(data.gap[0].numpy(), head.opening(data.feats[0][0][None])[0].numpy(), data.seen[0].numpy(), 2)
+    assert r > 0.6, r
+    assert load(f"student-1-whisper+{out}").hearing == head.features
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", str(tmp_path / "b.safetensors"),
+                 "--taps", "5"]) == 2
+    assert "taps" in capsys.readouterr().err
+
+
 def test_the_live_view_trains_on_what_a_live_session_hears(talking_corpus, tmp_path):
     from talkhead.audio.features import extract
     from talkhead.motion.data.talking import clip_arrays

@@ -24,11 +24,16 @@ class Normalizer:
     audio_std: Tensor
 
     def audio(self, features: Tensor) -> Tensor:
-        """Raw features [..., A] -> network units."""
-        return (features - self.audio_mean.to(features)) / self.audio_std.to(features)
+        """Raw features [..., A] -> network units. Columns past the model's own (the taps a lip net reads,
+        ``FeatureConfig.taps``) pass through raw: the lip net scales them itself."""
+        a = len(self.audio_mean)
+        own = (features[..., :a] - self.audio_mean.to(features)) / self.audio_std.to(features)
+        return own if features.shape[-1] == a else torch.cat([own, features[..., a:]], -1)
 
     def audio_inverse(self, features: Tensor) -> Tensor:
-        return features * self.audio_std.to(features) + self.audio_mean.to(features)
+        a = len(self.audio_mean)
+        own = features[..., :a] * self.audio_std.to(features) + self.audio_mean.to(features)
+        return own if features.shape[-1] == a else torch.cat([own, features[..., a:]], -1)
 
     def motion(self, motion: Tensor) -> Tensor:
         """Rig units [..., 58] -> network units."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,7 @@ class Clips:
 
 
 def _feature_cache(corpus: Path, features: FeatureConfig, variant: int = 0) -> Path:
-    key = hashlib.sha1(json.dumps(asdict(features), sort_keys=True).encode()).hexdigest()[:10]
+    key = hashlib.sha1(json.dumps(features.key(), sort_keys=True).encode()).hexdigest()[:10]
     return corpus / "cache" / (f"features-{key}.npz" if variant == 0 else f"features-{key}-aug{variant}.npz")
 
 

@@ -28,6 +28,11 @@ from talkhead.train.loop import FitConfig, fit
 WHISPER = FeatureConfig(kind="whisper", pool="mean")
 
 
+def hearing(taps: tuple[int, ...] = ()) -> FeatureConfig:
+    """The front end a lip net reads: the Whisper output, and the inner layers ``taps`` after it."""
+    return FeatureConfig(kind="whisper", pool="mean", taps=tuple(taps))
+
+
 @dataclass(frozen=True)
 class LipNetTrainConfig:
     """A lip net training run."""
@@ -51,6 +56,9 @@ class LipNetTrainConfig:
     view: str = field(default="offline", metadata={"help": "the audio as the net will read it: 'offline' (28 s Whisper "
                                                           "blocks) or 'live' (a live student's one-frame blocks)",
                                                   "choices": ("offline", "live")})
+    taps: tuple[int, ...] = field(default=(), metadata={"help": "inner Whisper encoder layers (1-4) read beside its "
+                                                               "output (docs/lips.md, 'Inner layers': 2)",
+                                                       "metavar": "L,..."})
     ahead: int = field(default=-1, metadata={"help": "frames of audio after a frame the net reads (-1: as many as "
                                                      "before it; live speech: the live student's look-ahead)"})
     spread: float = field(default=1.0, metadata={"help": "how far the lips this net's kind draws swing on people it "
@@ -79,7 +87,7 @@ def zscored(gap: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return np.where(seen, (g - mu) / sd, 0.0).astype(np.float32)
 
 
-def live_view(corpus: str | Path, rows: list[dict], wav_of) -> list[Tensor]:
+def live_view(corpus: str | Path, rows: list[dict], wav_of, features: FeatureConfig = WHISPER) -> list[Tensor]:
     """The Whisper rows a live session computes for each clip (``motion.train.live.live_rows``: one-frame blocks),
     cached beside the corpus: a Whisper run per frame takes minutes for a corpus."""
     import hashlib
@@ -88,12 +96,12 @@ def live_view(corpus: str | Path, rows: list[dict], wav_of) -> list[Tensor]:
     from talkhead.util import atomic_write
 
     cfg = LiveConfig()
-    key = hashlib.sha1(json.dumps([cfg.block, cfg.left, cfg.right, asdict(WHISPER)]).encode()).hexdigest()[:10]
+    key = hashlib.sha1(json.dumps([cfg.block, cfg.left, cfg.right, features.key()]).encode()).hexdigest()[:10]
     path = Path(corpus) / "cache" / f"lipnet-live-{key}.npz"
     stored = dict(np.load(path)) if path.is_file() else {}
     missing = [r for r in rows if r["id"] not in stored]
     for r in missing:
-        stored[r["id"]] = live_rows(wav_of(r), WHISPER, cfg, 20).numpy().astype(np.float16)
+        stored[r["id"]] = live_rows(wav_of(r), features, cfg, 20).numpy().astype(np.float16)
     if missing:
         import io
 
@@ -111,17 +119,18 @@ def _views(corpus: str | Path, clips, view: str) -> list[Tensor]:
     from talkhead.motion.data.talking import clip_arrays
 
     rows = clips.rows
-    live = live_view(corpus, rows, lambda r: clip_arrays(corpus, r)["audio"].astype(np.float32) / 32767)
+    live = live_view(corpus, rows, lambda r: clip_arrays(corpus, r)["audio"].astype(np.float32) / 32767,
+                     clips.features)
     return [f[:len(a)] if len(f) >= len(a) else torch.cat([f, f[-1:].expand(len(a) - len(f), -1)])
             for f, a in zip(live, clips.audio)]
 
 
-def synthetic_gap_clips(corpus: str | Path, view: str = "offline") -> GapClips:
+def synthetic_gap_clips(corpus: str | Path, view: str = "offline", features: FeatureConfig = WHISPER) -> GapClips:
     """A synthetic corpus's training clips (``data synth``), the gap their motion draws on the standard face
     as the target (z-scored per clip), every frame seen."""
     from talkhead.motion.data.windows import load_clips
 
-    clips = load_clips(corpus, "train", WHISPER)
+    clips = load_clips(corpus, "train", features)
     out = GapClips([], [], [], [])
     for f, m, row in zip(_views(corpus, clips, view), clips.motion, clips.rows):
         seen = np.ones(len(f), bool)
@@ -133,7 +142,7 @@ def synthetic_gap_clips(corpus: str | Path, view: str = "offline") -> GapClips:
 
 
 def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int,
-              view: str = "offline") -> tuple[GapClips, tuple[float, float]]:
+              view: str = "offline", features: FeatureConfig = WHISPER) -> tuple[GapClips, tuple[float, float]]:
     """The trainable clips of ``corpus`` not held out (features as ``view`` reads them), and the standard
     face's gap units (mean, spread)."""
     from talkhead.motion.data.talking import clip_arrays
@@ -141,7 +150,7 @@ def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int,
 
     if view == "live" and augmented:
         raise InputError("--augment works on the offline view only: pass --augment 0 with --view live")
-    clips = load_clips(corpus, "train", WHISPER, augmented=augmented)
+    clips = load_clips(corpus, "train", features, augmented=augmented)
     keep = [i for i, r in enumerate(clips.rows) if r["person"] not in hold_out]
     if not keep:
         raise InputError(f"{corpus}: every trainable person is held out")
@@ -227,7 +236,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     if state.exists() and not resume:
         raise InputError(f"{state} holds a run; pass --resume to continue it or choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
-    data, (gap_mean, gap_std) = gap_clips(corpus, cfg.hold_out, cfg.augmented, cfg.view)
+    data, (gap_mean, gap_std) = gap_clips(corpus, cfg.hold_out, cfg.augmented, cfg.view, hearing(cfg.taps))
     allf = torch.cat([f[0] for f in data.feats])
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
     torch.manual_seed(cfg.seed)
@@ -240,11 +249,11 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
 
     def on_checkpoint(step: int, loss: float, avg: nn.Module) -> None:
         meta["train"].update(step=step, seconds=round(time.time() - t0, 1))
-        LipHead(avg, WHISPER, mean, std, gap_mean, gap_std, spread=cfg.spread).save(out, meta)
+        LipHead(avg, hearing(cfg.taps), mean, std, gap_mean, gap_std, spread=cfg.spread).save(out, meta)
 
     fit_cfg = FitConfig(steps=cfg.iters, lr=cfg.lr, weight_decay=cfg.weight_decay, ema=cfg.ema, ema_warmup=True,
                         seed=cfg.seed, ckpt_every=500)
-    syn = synthetic_gap_clips(synthetic, cfg.view) if synthetic is not None and cfg.synthetic_share > 0 else None
+    syn = synthetic_gap_clips(synthetic, cfg.view, hearing(cfg.taps)) if synthetic is not None and cfg.synthetic_share > 0 else None
     result = fit(net, GapObjective(data, mean, std, cfg, syn), fit_cfg, state, None, on_checkpoint, resume, "lipnet",
                  progress)
     report = {"out": str(out), "people": people, "steps": result.step, "seconds": round(time.time() - t0, 1),

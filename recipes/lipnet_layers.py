@@ -1,0 +1,54 @@
+"""Which layer of the Whisper tiny.en encoder the lip net reads (docs/lips.md, "Inner layers of the speech encoder"):
+the lip net trained once per fold of recipes/lips_folds.json (3 members, no synthetic half, seed 0) on the encoder's
+output (what the motion models read), on the states after one of its inner layers (``audio.whisper_taps``), or on
+both side by side (what ships since 2026-12-05: the output and layer 2), and scored by the net alone on the fold
+people, each by the fold net that never heard them (z-scored gap, best lag within +-8 frames). Needs corpus/talking
+(recipes/lipnet.sh makes it).
+
+    python recipes/lipnet_layers.py out 2 3 out+2 1     # about 10 min a setting on 2 cores
+
+Results: runs/lipnet-layers/results.jsonl.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from lipnet_encoder import FOLDS, person_r, train
+
+from talkhead.motion.train.lipnet import gap_clips, hearing
+
+ROOT = Path("runs/lipnet-layers")
+
+
+def clips(spec: str):
+    """The trainable clips read as ``spec`` says: "out" (the encoder's output), "K" (layer K alone), "out+K"."""
+    taps = () if spec == "out" else (int(spec.rsplit("+", 1)[-1]),)
+    data, _ = gap_clips("corpus/talking", (), 0, "offline", hearing(taps))
+    if taps and not spec.startswith("out+"):
+        data.feats = [[f[0][:, 384:]] for f in data.feats]  # the layer's columns only
+    return data
+
+
+def folds(spec: str) -> dict:
+    data = clips(spec)
+    r: dict[str, float] = {}
+    for hold in FOLDS:
+        net = train(data, tuple(hold))
+        r.update(person_r([net], [data], lambda p, h=hold: p in h))
+    return {"layers": spec, "fold_mean": round(float(np.mean(list(r.values()))), 4), "fold_min": min(r.values()),
+            "people": r}
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    ROOT.mkdir(parents=True, exist_ok=True)
+    for spec in sys.argv[1:]:
+        t0 = time.time()
+        res = {**folds(spec), "seconds": round(time.time() - t0)}
+        print(json.dumps(res), flush=True)
+        with open(ROOT / "results.jsonl", "a") as f:
+            f.write(json.dumps(res) + "\n")
