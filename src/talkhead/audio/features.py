@@ -117,14 +117,13 @@ def _block(x: np.ndarray, cfg: FeatureConfig, precision: str = "float32") -> tor
     """Features of one stretch of audio, a whole number of video frames long: [len / 640, cfg.dim]."""
     if cfg.kind == "logmel":
         return log_mel(x, cfg)
-    from talkhead.audio.whisper import encode
+    from talkhead.audio.whisper import encode, whisper_log_mel
 
-    states = [encode(x, precision=precision)]
+    mel = whisper_log_mel(x)  # once, for the encoder and its inner layers
+    states = [encode(x, precision=precision, mel=mel)]
     if cfg.taps:
-        from talkhead.audio.whisper import whisper_log_mel
         from talkhead.audio.whisper_taps import encode_taps
 
-        mel = whisper_log_mel(x)
         states += encode_taps(mel[:, : mel.shape[1] - mel.shape[1] % 2], cfg.taps)
     return torch.cat([_pooled(s, cfg.pool) for s in states], 1)
 

@@ -109,14 +109,16 @@ def weights_info() -> dict[str, str]:
             "runtime": f"ctranslate2 {version('ctranslate2')}", "sha256": file_sha256(get_model_path() / "model.bin")}
 
 
-def encode(wav: np.ndarray, threads: int = 0, precision: str = "float32") -> np.ndarray:
+def encode(wav: np.ndarray, threads: int = 0, precision: str = "float32", mel: torch.Tensor | None = None
+           ) -> np.ndarray:
     """Mono 16 kHz audio of at most 30 s, length a multiple of 320 -> encoder states [len / 320, 384] at 50 Hz,
-    computed in ``precision`` (``PRECISIONS``)."""
+    computed in ``precision`` (``PRECISIONS``). ``mel``: the audio's ``whisper_log_mel`` if the caller has it
+    already (the front end computes it once for the encoder and its inner layers)."""
     if precision not in PRECISIONS:
         raise ValueError(f"the encoder runs in {' or '.join(PRECISIONS)}, not {precision!r}")
     import ctranslate2
 
-    mel = whisper_log_mel(wav)
+    mel = whisper_log_mel(wav) if mel is None else mel
     n = mel.shape[1] - mel.shape[1] % 2
     if not 2 <= n <= MAX_FRAMES:
         raise ValueError(f"encode takes 20 ms to 30 s of audio, got {len(wav) / SAMPLE_RATE:.2f} s")
