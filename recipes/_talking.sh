@@ -3,9 +3,13 @@
 talking=${TALKING:-../shared/data/talking}
 extra=${EXTRA:-corpus/extra}
 extra2=${EXTRA2:-corpus/extra2}
-videos=("$talking"); [ -d "$extra" ] && videos+=("$extra"); [ -d "$extra2" ] && videos+=("$extra2")
+extra4=${EXTRA4:-}  # corpus/extra4: learnt from only when named (docs/lips.md, "Fourteen more people to learn from")
+videos=("$talking")
+for d in "$extra" "$extra2" "$extra4"; do [ -n "$d" ] && [ -d "$d" ] && videos+=("$d"); done
 people=recipes/talking_people.json
-talkhead data talking "${videos[@]}" --out corpus/talking --people "$people"
+# The lag taken as in sync stays the median of the clips before corpus/extra4 (0), whose lags would move it to 1
+# and with it every earlier clip's audio (docs/lips.md, "Fourteen more people to learn from").
+talkhead data talking "${videos[@]}" --out corpus/talking --people "$people" --sync-lag 0
 [ -f corpus/synth/manifest.jsonl ] || talkhead data synth --minutes 20 --out corpus/synth --seed 7 --voices wide
 
 resumable() {  # resumable OUT CMD...: CMD --out OUT, resumed if it was stopped, skipped if it finished

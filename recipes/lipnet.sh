@@ -4,8 +4,11 @@
 # models wearing them. Needs the corpus of recipes/real_lips.sh (talkhead data talking). Each run resumes.
 # Usage: bash recipes/lipnet.sh [OUT]   (default runs/lipnet); ITERS sets the optimiser steps (default 1500; each net
 # an ensemble of 3 trained side by side);
-# SHIP=1 copies the final nets into the package (src/talkhead/models/lips/); BENCH names the benchmark folder
-# (default docs/bench/lipnet, and -live beside it).
+# SHIP=1 copies the final offline net into the package (src/talkhead/models/lips/), SHIP_LIVE=1 the live one; BENCH
+# names the benchmark folder (default docs/bench/lipnet, and -live beside it). EXTRA4=corpus/extra4 learns from its
+# 14 people too. What ships (docs/lips.md): the offline net of `EXTRA4=corpus/extra4 SHIP=1 bash recipes/lipnet.sh
+# runs/lipnet-x4b`, the live net of `SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-23` (without corpus/extra4, the
+# live net followed lips less well).
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
@@ -31,7 +34,8 @@ nets() {  # nets NAME VIEW MODEL FLAGS...
 nets lips-whisper offline student-4-whisper --taps 2
 # The live student's net: trained on the audio as a live session hears it (one-frame Whisper blocks, one frame ahead).
 nets lips-whisper-live live student-1-whisper-live --ahead 1
-[ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper{,-live}.safetensors src/talkhead/models/lips/  # ships them
+[ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper.safetensors src/talkhead/models/lips/
+[ "${SHIP_LIVE:-0}" = 1 ] && cp "$out"/all/lips-whisper-live.safetensors src/talkhead/models/lips/
 lips "${BENCH:-docs/bench/lipnet}" --fold-names lips-whisper \
     --fold-model "student-4-whisper+$out/fold{fold}/{name}.safetensors" \
     --models "student-4-whisper+none,student-4-whisper-lips+none,student-4-whisper+$out/all/lips-whisper.safetensors"

@@ -5,7 +5,7 @@ both side by side (what ships since 2026-12-05: the output and layer 2), and sco
 people, each by the fold net that never heard them (z-scored gap, best lag within +-8 frames). Needs corpus/talking
 (recipes/lipnet.sh makes it).
 
-    python recipes/lipnet_layers.py out 2 3 out+2 1     # about 10 min a setting on 2 cores
+    python recipes/lipnet_layers.py out 2 3 out+2 1 out+1+2     # about 10 min a setting on 2 cores
 
 Results: runs/lipnet-layers/results.jsonl.
 """
@@ -25,8 +25,8 @@ ROOT = Path("runs/lipnet-layers")
 
 
 def clips(spec: str):
-    """The trainable clips read as ``spec`` says: "out" (the encoder's output), "K" (layer K alone), "out+K"."""
-    taps = () if spec == "out" else (int(spec.rsplit("+", 1)[-1]),)
+    """The trainable clips read as ``spec`` says: "out" (the encoder's output), "K" (layer K alone), "out+K", "out+J+K"."""
+    taps = () if spec == "out" else tuple(int(t) for t in spec.split("+") if t != "out")
     data, _ = gap_clips("corpus/talking", (), 0, "offline", hearing(taps))
     if taps and not spec.startswith("out+"):
         data.feats = [[f[0][:, 384:]] for f in data.feats]  # the layer's columns only

@@ -203,7 +203,7 @@ def _register_video_data(dsub: argparse._SubParsersAction) -> None:
     dt.add_argument("--out", required=True, help="corpus directory (resumes if it exists)")
     dt.add_argument("--people", default=None, help="JSON: {\"people\": {file stem: person}, \"measure_only\": "
                                                   "[file-name prefixes never learnt from]} (default: a person per file)")
-    add_config_flags(dt, TalkingConfig, only=("max_offset", "occlusion"))
+    add_config_flags(dt, TalkingConfig, only=("max_offset", "occlusion", "sync_lag"))
     dt.add_argument("--quiet", action="store_true", help="no progress bar")
     add_video_limit(dt)
     dt.set_defaults(func=_cmd_data_talking)

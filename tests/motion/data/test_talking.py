@@ -90,6 +90,29 @@ def test_a_rerun_resumes_and_bad_input_is_one_line(talking, tmp_path, capsys):
     assert "Traceback" not in err and "no such video" in err and "could be used" in err
 
 
+def test_a_fixed_sync_lag_moves_the_audio_and_drops_only_moved_clips_features(talking, tmp_path):
+    vids, corpus, people, _ = talking
+    mine = tmp_path / "corpus"
+    shutil.copytree(corpus, mine)
+    (mine / "cache").mkdir(exist_ok=True)
+    ids = [r["id"] for r in _rows(mine).values()]
+    np.savez(mine / "cache" / "features-x.npz", **{i: np.ones(3) for i in ids}, elsewhere=np.zeros(3))
+    before = _rows(mine)
+    assert main(["data", "talking", str(vids), "--out", str(mine), "--people", str(people), "--quiet",
+                 "--sync-lag", "0"]) == 0
+    assert {f: r["offset_frames"] for f, r in _rows(mine).items()} == \
+        {f: r["speech_lag"] for f, r in before.items()}  # the median was 0 here: nothing moved
+    assert set(np.load(mine / "cache" / "features-x.npz").files) == {*ids, "elsewhere"}
+    late = before["c-late.mp4"]["speech_lag"]
+    assert main(["data", "talking", str(vids), "--out", str(mine), "--people", str(people), "--quiet",
+                 "--sync-lag", str(late)]) == 0
+    rows = _rows(mine)
+    assert rows["c-late.mp4"]["offset_frames"] == 0 and rows["a-synced.mp4"]["median_lag"] == late
+    a = clip_arrays(mine, rows["a-synced.mp4"])
+    assert np.array_equal(a["audio"][late * HOP:], a["audio_filmed"][: len(a["audio"]) - late * HOP])
+    assert set(np.load(mine / "cache" / "features-x.npz").files) == {"elsewhere"}
+
+
 def test_lag_search_and_shift_agree():
     rng = np.random.default_rng(0)
     real = np.convolve(rng.normal(size=300), np.ones(5) / 5, "same")

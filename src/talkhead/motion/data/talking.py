@@ -41,10 +41,16 @@ class TalkingConfig:
     """How real talking video becomes corpus clips."""
 
     max_offset: int = option(8, "audio/video offset searched, frames each way")
-    offset_model: str = LIPS_MODEL  # whose speech-driven lips find the offset
+    # Whose speech-driven lips find the offset: the model wearing its shipped lip net, which follows filmed lips at
+    # r ~0.7 where the model alone reaches ~0.4 and misplaced short clips by up to 9 frames (docs/lips.md, extra4).
+    offset_model: str = LIPS_MODEL
     min_frames: int = 50  # fewer valid frames than this: the video is skipped (2 s)
     occlusion: bool = option(True, "mark frames where something covers the mouth (one more dlib call a frame; "
                                    "--no-occlusion: faster)")
+    # The lag taken as in sync is the corpus's median unless fixed: clips added later then move no earlier clip's
+    # audio (docs/lips.md, corpus/extra4, whose lags would have moved the median from 0 to 1).
+    sync_lag: int | None = option(None, "the speech-driven lips' lag (frames) taken as in sync; each clip's audio "
+                                        "is shifted by its own lag less this (default: the corpus's median lag)")
 
 
 def gap_of_points(points: np.ndarray) -> np.ndarray:
@@ -178,13 +184,13 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
     """Every video as a clip in the corpus ``out`` (made or resumed); returns the report {kept, skipped}.
 
     ``measure_only``: file-name prefixes whose clips are marked split "measure" (never trained on)."""
-    from talkhead.motion.model import load
+    from talkhead.motion.model import load_model
 
     paths = video_files(videos)
     out = Path(out)
     (out / "shards").mkdir(parents=True, exist_ok=True)
     clear_stale_parts(out / "shards")
-    people, rows, skipped, model, seen = people or {}, [], [], None, {}
+    people, rows, skipped, model, seen, fresh = people or {}, [], [], None, {}, []
     for i, p in enumerate(paths):
         shard = out / "shards" / f"{file_sha256(p)[:16]}.npz"
         try:
@@ -192,9 +198,10 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
                 raise InputError(f"the same video as {seen[shard.name]}")
             seen[shard.name] = p.name
             if not shard.exists():
-                model = model or load(cfg.offset_model)
+                model = model or load_model(cfg.offset_model)
                 row, arrays = talking_clip(p, cfg, model, say, frame_bar)
                 _write(shard, clip_id(p), row, arrays)
+                fresh.append(clip_id(p))  # a clip made again (another video under its name): its old features go
             row = _read_row(shard)
             row.update(person=people.get(p.stem, p.stem), file=p.name,
                        split="measure" if p.name.startswith(tuple(measure_only)) else "train")
@@ -207,20 +214,20 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
             progress(i + 1, len(paths))
     if not rows:
         raise InputError(f"none of the {len(paths)} videos could be used: " + "; ".join(s["why"] for s in skipped))
-    align_offsets(out, rows)
+    forget_cached(out / "cache", fresh)
+    align_offsets(out, rows, cfg.sync_lag)
     atomic_write(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
     report = {"config": asdict(cfg), "kept": [r["file"] for r in rows], "skipped": skipped}
     atomic_write(out / "report.json", json.dumps(report, indent=1).encode())
     return report
 
 
-def align_offsets(out: Path, rows: list[dict]) -> None:
-    """Each clip's offset: its speech lag less the corpus' median lag; shards whose audio was shifted by
-    another offset are written again (atomically), the rows updated."""
-    import shutil
-
+def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> None:
+    """Each clip's offset: its speech lag less ``sync_lag`` (default: the corpus' median lag); shards whose audio
+    was shifted by another offset are written again (atomically), the rows updated, their cached features dropped."""
+    moved = []
     lags = [r.get("speech_lag", r["offset_frames"]) for r in rows]
-    median = int(round(float(np.median(lags))))
+    median = int(round(float(np.median(lags)))) if sync_lag is None else sync_lag
     for r, lag in zip(rows, lags):
         offset = lag - median
         if offset == r["offset_frames"] and "speech_lag" in r:
@@ -236,7 +243,21 @@ def align_offsets(out: Path, rows: list[dict]) -> None:
             keep["lag_r"] = keep.pop("offset_r")
         _write(shard, r["id"], keep, arrays)
         r.update(speech_lag=lag, offset_frames=offset, median_lag=median)
-        shutil.rmtree(out / "cache", ignore_errors=True)  # features of the audio as it was shifted before
+        moved.append(r["id"])
+    forget_cached(out / "cache", moved)
+
+
+def forget_cached(cache: Path, ids: list[str]) -> None:
+    """Drop the clips ``ids`` from every feature cache in ``cache`` (features of their audio as it was shifted
+    before); other clips' features stay, as a live view's take minutes to compute."""
+    for path in sorted(cache.glob("*.npz")) if ids else []:
+        with np.load(path) as z:
+            kept = {k: z[k] for k in z.files if k not in ids}
+            if len(kept) == len(z.files):
+                continue
+        buf = io.BytesIO()
+        np.savez(buf, **kept)
+        atomic_write(path, buf.getvalue())
 
 
 def video_files(videos: list[str | Path]) -> list[Path]:
