@@ -111,6 +111,8 @@ def _cmd_data_talking(args: argparse.Namespace) -> None:
     cfg = config_from_args(TalkingConfig, args)
     if not 0 <= cfg.max_offset <= 25:
         raise InputError(f"--max-offset must be 0..25 frames, got {cfg.max_offset}")
+    if cfg.sync_lag is not None and abs(cfg.sync_lag) > cfg.max_offset:
+        raise InputError(f"--sync-lag must be within --max-offset ({cfg.max_offset} frames), got {cfg.sync_lag}")
     bar = tqdm(total=None, unit="video", desc="videos", disable=args.quiet)
 
     def progress(done: int, total: int) -> None:

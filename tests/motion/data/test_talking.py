@@ -86,8 +86,9 @@ def test_a_rerun_resumes_and_bad_input_is_one_line(talking, tmp_path, capsys):
     assert {p.name: p.stat().st_mtime_ns for p in (corpus / "shards").iterdir()} == before  # nothing redone
     assert main(["data", "talking", str(tmp_path / "nothing.mp4"), "--out", str(tmp_path / "c")]) == 2
     assert main(["data", "talking", str(vids / "e-broken.mp4"), "--out", str(tmp_path / "c")]) == 2
+    assert main(["data", "talking", str(vids), "--out", str(tmp_path / "c"), "--sync-lag", "30"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "no such video" in err and "could be used" in err
+    assert "Traceback" not in err and "no such video" in err and "could be used" in err and "--sync-lag" in err
 
 
 def test_a_fixed_sync_lag_moves_the_audio_and_drops_only_moved_clips_features(talking, tmp_path):
