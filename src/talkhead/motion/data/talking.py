@@ -214,17 +214,17 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
             progress(i + 1, len(paths))
     if not rows:
         raise InputError(f"none of the {len(paths)} videos could be used: " + "; ".join(s["why"] for s in skipped))
-    forget_cached(out / "cache", fresh)
-    align_offsets(out, rows, cfg.sync_lag)
+    forget_cached(out / "cache", fresh + align_offsets(out, rows, cfg.sync_lag))  # each cache rewritten once
     atomic_write(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
     report = {"config": asdict(cfg), "kept": [r["file"] for r in rows], "skipped": skipped}
     atomic_write(out / "report.json", json.dumps(report, indent=1).encode())
     return report
 
 
-def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> None:
+def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> list[str]:
     """Each clip's offset: its speech lag less ``sync_lag`` (default: the corpus' median lag); shards whose audio
-    was shifted by another offset are written again (atomically), the rows updated, their cached features dropped."""
+    was shifted by another offset are written again (atomically), the rows updated. Returns their ids, whose
+    cached features are stale."""
     moved = []
     lags = [r.get("speech_lag", r["offset_frames"]) for r in rows]
     median = int(round(float(np.median(lags)))) if sync_lag is None else sync_lag
@@ -244,7 +244,7 @@ def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> N
         _write(shard, r["id"], keep, arrays)
         r.update(speech_lag=lag, offset_frames=offset, median_lag=median)
         moved.append(r["id"])
-    forget_cached(out / "cache", moved)
+    return moved
 
 
 def forget_cached(cache: Path, ids: list[str]) -> None:
