@@ -40,7 +40,7 @@ class AvatarRenderer:
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
-                 colour: bool = True) -> None:
+                 colour: bool = True, flow: bool = False) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail
@@ -50,7 +50,8 @@ class AvatarRenderer:
         lower on cap12 -> cap13: what ``serve`` uses, where time is the limit), the decoder's group norms given
         the chosen bank frame's whole statistics. ``colour``: shift each drawn
         crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
-        (``colour_ring``)."""
+        (``colour_ring``). ``flow``: the bank frames' detail is averaged at one mouth shape and moved to the drawn
+        mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
@@ -60,6 +61,14 @@ class AvatarRenderer:
         self.gain = detail_gain
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
         self._detail: np.ndarray | None = None
+        self.flow = None
+        if flow and self.memory is not None:
+            from talkhead.avatar.flow import MouthFlow
+
+            self.flow = MouthFlow(self.avatar.crop_points, self.avatar.side)
+            self._bank_points = self.flow.points(self.avatar.bank["motion"])
+            self._mean_points = self.flow.points(self.avatar.bank["motion"].mean(0, keepdims=True))[0]
+            self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -105,7 +114,7 @@ class AvatarRenderer:
             for k, ring in enumerate(v.ring):
                 crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         if self.memory is not None:
-            crops = self._add_detail(crops, chosen)
+            crops = self._add_detail(crops, chosen) if self.flow is None else self._add_moved_detail(crops, chosen, drive)
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
     def views(self, idx: np.ndarray) -> Views:
@@ -133,6 +142,29 @@ class AvatarRenderer:
             self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
             crops[k] += self.gain * self._detail
         return crops
+
+    def _add_moved_detail(self, crops: np.ndarray, chosen: np.ndarray, drive: np.ndarray) -> np.ndarray:
+        """As ``_add_detail``, with the average kept at one mouth shape (the bank's mean): each bank frame's detail
+        is moved there from its own mouth (once per bank frame), averaged there, and the average moved to the
+        drawn mouth. Lip edges of different frames fall on each other, and each is resampled twice at most
+        (moving the average itself frame after frame blurs it)."""
+        averages = []
+        for i in chosen:
+            d = self._canonical(int(i))
+            self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
+            averages.append(self._detail)
+        dst = self.flow.points(drive)
+        moved = self.flow.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
+        return crops + self.gain * moved.numpy()
+
+    def _canonical(self, i: int) -> torch.Tensor:
+        """Bank frame ``i``'s detail moved to the bank's mean mouth (kept for the frames the bank plays next)."""
+        if i not in self._moved:
+            if len(self._moved) >= 64:
+                self._moved.pop(next(iter(self._moved)))
+            d = torch.from_numpy(self.avatar.detail(i))[None]
+            self._moved[i] = self.flow.warp(d, self._bank_points[i:i + 1], self._mean_points[None])[0]
+        return self._moved[i]
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
         for i in range(0, len(motion), batch):

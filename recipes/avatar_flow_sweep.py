@@ -1,0 +1,30 @@
+"""Issue 48: the bank's detail moved to the drawn mouth (``AvatarRenderer(flow=True)``, docs/avatar.md). One trained
+avatar (``bash recipes/avatar.sh`` made it) re-enacts its pair's held-out video as shipped, then with the detail moved
+at each detail memory and gain given, measured as ``talkhead bench avatar`` measures it. One JSON line per way.
+Usage: python recipes/avatar_flow_sweep.py WORK PAIR [FRAMES] [MEMORY:GAIN ...]   (FRAMES 0: every held-out frame)
+  python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.7:1.2 0.7:1.3 0.6:1.3 0.8:1.5
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from talkhead.avatar.file import load_avatar
+from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, _redraw, face_metrics
+
+work, name = Path(sys.argv[1]), sys.argv[2]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+cfg = AvatarBenchConfig()
+avatar = load_avatar(work / f"{name}.avatar")
+h = _held_out(avatar, _pair_videos(name, cfg, work)[1])
+if n:
+    h = {k: (v[:n] if hasattr(v, "__len__") and len(v) == len(h["real"]) else v) for k, v in h.items()}
+real = _crops(h["real"], h["affine"], avatar.side)
+ways = [("shipped", {})]
+for arg in sys.argv[4:]:
+    memory, gain = (float(v) for v in arg.split(":"))
+    ways.append((f"moved, memory {memory:g} gain {gain:g}", {"flow": True, "detail": memory, "detail_gain": gain}))
+for label, drawing in ways:
+    drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
+    row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])
+    print(json.dumps({"pair": name, "frames": len(real), "way": label, "ms_per_frame": round(ms, 1), **row}), flush=True)

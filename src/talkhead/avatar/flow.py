@@ -1,0 +1,55 @@
+"""Moving pixels of one mouth to another mouth's shape, in an avatar's aligned crop.
+
+A bank frame's detail (what the VAE loses of the real crop: lip edges, teeth, skin) was filmed with that frame's
+mouth. Added as it is to a drawn frame whose mouth is shaped otherwise, its edges land where the bank frame's lips
+were, and averaging it over frames (to keep it from flickering) smears edges of different shapes into each other.
+``MouthFlow`` moves an image from one motion's mouth to another's by a thin-plate warp through the points of the
+avatar's rig (fitted to its first face in the crop) moved by each motion: the points speech does not move stay put,
+and so does the crop's border. ``AvatarRenderer(flow=True)`` uses it; it is off by default: it took the lecturer's
+lips from r 0.70 to 0.85 and cost EDTalk's (0.55 to 0.43) and cap12's flicker (docs/avatar.md, 2026-12-06).
+
+The warp is solved on a coarse grid (every ``step`` pixels) and spread bilinearly to every pixel: a thin-plate
+spline is smooth, and solving it at every pixel of a 256 px crop costs more than the engine's own step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from talkhead.avatar.data import maps_motion
+from talkhead.face.template import fit_rig, project
+from talkhead.warp.renderer import border_points, tps_eval, tps_solve
+
+# The points the warp is solved through: all 68 but the inner lips, which meet when the mouth closes (two points
+# at one place, sent to two places, fold the warp around the lips); the outer lips carry the opening too.
+KEEP = list(range(60))
+
+
+class MouthFlow:
+    """Warps [B, S, S, C] images from one motion's mouth to another's, on the avatar's crop rig."""
+
+    def __init__(self, crop_points: np.ndarray, side: int, step: int = 4) -> None:
+        self.rig, self.side = fit_rig(crop_points), side
+        self.anchors = torch.from_numpy(border_points(0, 0, side - 1, side - 1, 6).astype(np.float32))
+        n = (side + step - 1) // step + 1
+        axis = torch.linspace(0, side - 1, n)
+        yy, xx = torch.meshgrid(axis, axis, indexing="ij")
+        self.coarse, self.n = torch.stack([xx.reshape(-1), yy.reshape(-1)], 1), n
+
+    def points(self, motion: np.ndarray) -> torch.Tensor:
+        """The rig's 68 points [T, 68, 2] in crop pixels for motion [T, 58] (pose taken out, as the crop takes it)."""
+        return project(self.rig, torch.from_numpy(maps_motion(motion).astype(np.float32)))[:, KEEP]
+
+    def warp(self, images: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """``images`` [B, S, S, C] drawn with the mouth at points ``src`` [B, 68, 2], moved to ``dst`` [B, 68, 2]."""
+        b = len(images)
+        anchors = self.anchors.expand(b, -1, -1)
+        targets, sources = torch.cat([dst, anchors], 1), torch.cat([src, anchors], 1)
+        where = tps_eval(tps_solve(targets, sources), targets, self.coarse)  # [B, n*n, 2]: where each dst pixel reads
+        where = where.reshape(b, self.n, self.n, 2).permute(0, 3, 1, 2)
+        where = F.interpolate(where, size=(self.side, self.side), mode="bilinear", align_corners=True)
+        grid = (where.permute(0, 2, 3, 1) / (self.side - 1)) * 2 - 1
+        out = F.grid_sample(images.permute(0, 3, 1, 2), grid, mode="bicubic", padding_mode="border", align_corners=True)
+        return out.permute(0, 2, 3, 1)

@@ -1,0 +1,72 @@
+"""``avatar.flow``: pixels of one mouth moved to another mouth's shape, the rest of the crop left where it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from talkhead.avatar.file import load_avatar
+from talkhead.avatar.flow import MouthFlow
+from talkhead.avatar.renderer import AvatarRenderer
+from talkhead.face.paste import paste_lower_face
+from talkhead.rig.spec import SPEC
+
+
+@pytest.fixture(scope="module")
+def flow():
+    """The rig on the built-in photo's own points (a 512 px picture, as if it were the crop)."""
+    from talkhead.face.detect import default_photo, detect_face
+
+    return MouthFlow(detect_face(default_photo()).landmarks, 512)
+
+
+def _marks(at: list[np.ndarray], side: int) -> torch.Tensor:
+    """A dark picture [1, S, S, 1] with a bright 5 px square at each point."""
+    img = torch.zeros(1, side, side, 1)
+    for x, y in at:
+        img[0, int(round(y)) - 2:int(round(y)) + 3, int(round(x)) - 2:int(round(x)) + 3] = 1.0
+    return img
+
+
+def _centre(img: torch.Tensor, near: np.ndarray, r: int = 20) -> np.ndarray:
+    """Where the brightness within r px of ``near`` is centred (x, y)."""
+    y0, x0 = int(near[1]) - r, int(near[0]) - r
+    patch = img[0, y0:y0 + 2 * r, x0:x0 + 2 * r, 0].clamp(min=0).numpy()
+    ys, xs = np.mgrid[:2 * r, :2 * r]
+    return np.array([(xs * patch).sum() / patch.sum() + x0, (ys * patch).sum() / patch.sum() + y0])
+
+
+def test_a_mark_on_the_lower_lip_goes_where_the_opened_jaw_puts_it_and_the_nose_stays(flow):
+    m = np.zeros((2, 58), np.float32)
+    m[1, SPEC["jawOpen"]] = 0.8
+    closed, opened = flow.points(m)
+    lip, nose = 57, 30  # the lower lip's middle, the nose's tip
+    assert opened[lip, 1] - closed[lip, 1] > 8  # the jaw drops it by some pixels
+    moved = flow.warp(_marks([closed[lip].numpy(), closed[nose].numpy()], 512), closed[None], opened[None])
+    assert np.linalg.norm(_centre(moved, opened[lip].numpy()) - opened[lip].numpy()) < 1.5
+    assert np.linalg.norm(_centre(moved, closed[nose].numpy()) - closed[nose].numpy()) < 0.5
+    same = flow.warp(_marks([closed[lip].numpy()], 512), closed[None], closed[None])
+    assert torch.allclose(same, _marks([closed[lip].numpy()], 512), atol=1e-3)  # no move, no change
+
+
+def test_moved_detail_is_added_and_the_frame_outside_the_mask_is_the_base(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    n = 8
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, n)
+    idx = np.arange(n) % len(av.base)
+
+    def drawn(**kw) -> np.ndarray:
+        return AvatarRenderer(av, seed=0, **kw).crops(motion, idx).astype(np.float32)
+
+    plain, still, moved = drawn(detail=None), drawn(detail=0.5), drawn(detail=0.5, flow=True)
+    still, moved = still - plain, moved - plain
+    assert np.abs(moved).mean() > 0.5 * np.abs(still).mean()  # the detail is still there
+    # Drawn into frames, what is outside the paste mask is still the base frame's own.
+    frames = np.stack(list(AvatarRenderer(av, seed=0, flow=True).frames(motion)))
+    paste = av.base_views().paste
+    for i in (0, n - 1):
+        foot = paste_lower_face(np.zeros_like(av.base[0]), np.full((av.side, av.side, 3), 255, np.uint8),
+                                av.base_affine[idx[i]], paste[idx[i]])
+        assert np.array_equal(frames[i][foot.max(-1) == 0], av.base[idx[i]][foot.max(-1) == 0])
