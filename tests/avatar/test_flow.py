@@ -70,3 +70,31 @@ def test_moved_detail_is_added_and_the_frame_outside_the_mask_is_the_base(tiny_a
         foot = paste_lower_face(np.zeros_like(av.base[0]), np.full((av.side, av.side, 3), 255, np.uint8),
                                 av.base_affine[idx[i]], paste[idx[i]])
         assert np.array_equal(frames[i][foot.max(-1) == 0], av.base[idx[i]][foot.max(-1) == 0])
+
+
+def test_a_latent_cell_on_the_lower_lip_moves_with_the_jaw_by_cells(flow):
+    m = np.zeros((2, 58), np.float32)
+    m[1, SPEC["jawOpen"]] = 0.8
+    closed, opened = flow.points(m)
+    g, lip = 64, 57  # 8 crop pixels a cell
+    z = torch.zeros(1, 2, g, g)
+    cell = ((closed[lip] + 0.5) / 8 - 0.5).round().long()
+    z[0, :, cell[1], cell[0]] = 1.0  # one cell: a wider mark would straddle the lips, which part
+    moved = flow.warp_latent(z, closed[None], opened[None])
+    want = (opened[lip] + 0.5) / 8 - 0.5 - (closed[lip] + 0.5) / 8 + 0.5 + cell  # the mark's centre, moved
+    got = _centre(moved[:, :1].permute(0, 2, 3, 1), want.numpy(), r=3)
+    assert np.linalg.norm(got - want.numpy()) < 0.5 and want[1] - cell[1] > 1  # more than a cell down, to within half
+
+
+def test_the_start_moved_to_the_drawn_mouth_draws_the_frame_and_a_start_out_of_range_is_refused(tiny_avatar):
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    motion = np.zeros((6, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 6)
+    idx = np.arange(6) % len(av.base)
+    shipped = AvatarRenderer(av, seed=0).crops(motion, idx).astype(np.float32)
+    moved = AvatarRenderer(av, seed=0, move_start=True, start=400).crops(motion, idx).astype(np.float32)
+    assert moved.shape == shipped.shape and np.abs(moved - shipped).mean() > 0.5
+    with pytest.raises(InputError, match="bridge's start"):
+        AvatarRenderer(av, start=1000)

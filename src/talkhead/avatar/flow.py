@@ -5,8 +5,9 @@ mouth. Added as it is to a drawn frame whose mouth is shaped otherwise, its edge
 were, and averaging it over frames (to keep it from flickering) smears edges of different shapes into each other.
 ``MouthFlow`` moves an image from one motion's mouth to another's by a thin-plate warp through the points of the
 avatar's rig (fitted to its first face in the crop) moved by each motion: the points speech does not move stay put,
-and so does the crop's border. ``AvatarRenderer(flow=True)`` uses it; it is off by default: it took the lecturer's
-lips from r 0.70 to 0.85 and cost EDTalk's (0.55 to 0.43) and cap12's flicker (docs/avatar.md, 2026-12-06).
+and so does the crop's border. ``AvatarRenderer(flow=True)`` moves the detail with it, ``move_start=True`` the bank
+latent the bridge starts from (``warp_latent``). Both are off by default: they make the lips follow the motion better
+(speech-driven, on all four bench avatars) but the mouth shimmers past the flicker target (docs/avatar.md, 2026-12-06).
 
 The warp is solved on a coarse grid (every ``step`` pixels) and spread bilinearly to every pixel: a thin-plate
 spline is smooth, and solving it at every pixel of a 256 px crop costs more than the engine's own step.
@@ -42,14 +43,28 @@ class MouthFlow:
         """The rig's 68 points [T, 68, 2] in crop pixels for motion [T, 58] (pose taken out, as the crop takes it)."""
         return project(self.rig, torch.from_numpy(maps_motion(motion).astype(np.float32)))[:, KEEP]
 
-    def warp(self, images: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-        """``images`` [B, S, S, C] drawn with the mouth at points ``src`` [B, 68, 2], moved to ``dst`` [B, 68, 2]."""
-        b = len(images)
-        anchors = self.anchors.expand(b, -1, -1)
+    def _where(self, src: torch.Tensor, dst: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+        """Where each of the pixels ``at`` [M, 2] of the mouth at ``dst`` [B, P, 2] reads from at ``src``: [B, M, 2]."""
+        anchors = self.anchors.expand(len(src), -1, -1)
         targets, sources = torch.cat([dst, anchors], 1), torch.cat([src, anchors], 1)
-        where = tps_eval(tps_solve(targets, sources), targets, self.coarse)  # [B, n*n, 2]: where each dst pixel reads
-        where = where.reshape(b, self.n, self.n, 2).permute(0, 3, 1, 2)
+        return tps_eval(tps_solve(targets, sources), targets, at)
+
+    def warp(self, images: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """``images`` [B, S, S, C] drawn with the mouth at points ``src`` [B, P, 2], moved to ``dst`` [B, P, 2]."""
+        b = len(images)
+        where = self._where(src, dst, self.coarse).reshape(b, self.n, self.n, 2).permute(0, 3, 1, 2)
         where = F.interpolate(where, size=(self.side, self.side), mode="bilinear", align_corners=True)
         grid = (where.permute(0, 2, 3, 1) / (self.side - 1)) * 2 - 1
         out = F.grid_sample(images.permute(0, 3, 1, 2), grid, mode="bicubic", padding_mode="border", align_corners=True)
         return out.permute(0, 2, 3, 1)
+
+    def warp_latent(self, z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """Latents ``z`` [B, L, g, g] of crops with the mouth at ``src``, moved to ``dst`` (each cell read at its
+        centre's crop pixel, bilinearly: a cell is several pixels wide)."""
+        g = z.shape[-1]
+        centre = (torch.arange(g, dtype=torch.float32) + 0.5) * self.side / g - 0.5
+        yy, xx = torch.meshgrid(centre, centre, indexing="ij")
+        where = self._where(src, dst, torch.stack([xx.reshape(-1), yy.reshape(-1)], 1))
+        cells = (where + 0.5) * g / self.side - 0.5
+        grid = (cells / (g - 1) * 2 - 1).reshape(len(z), g, g, 2)
+        return F.grid_sample(z, grid, mode="bilinear", padding_mode="border", align_corners=True)

@@ -40,7 +40,7 @@ class AvatarRenderer:
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
-                 colour: bool = True, flow: bool = False) -> None:
+                 colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail
@@ -51,7 +51,9 @@ class AvatarRenderer:
         the chosen bank frame's whole statistics. ``colour``: shift each drawn
         crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
         (``colour_ring``). ``flow``: the bank frames' detail is averaged at one mouth shape and moved to the drawn
-        mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'."""
+        mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'.
+        ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too (``MouthFlow.warp_latent``); ``start``: the bridge's
+        first timestep (the engine's own: 800), which sets how much of that start shows (docs/avatar.md)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
@@ -61,14 +63,7 @@ class AvatarRenderer:
         self.gain = detail_gain
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
         self._detail: np.ndarray | None = None
-        self.flow = None
-        if flow and self.memory is not None:
-            from talkhead.avatar.flow import MouthFlow
-
-            self.flow = MouthFlow(self.avatar.crop_points, self.avatar.side)
-            self._bank_points = self.flow.points(self.avatar.bank["motion"])
-            self._mean_points = self.flow.points(self.avatar.bank["motion"].mean(0, keepdims=True))[0]
-            self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
+        self._moving(flow, move_start, start)
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -86,6 +81,22 @@ class AvatarRenderer:
         self.lip_range = a.lip_range() if self.loop else None
         h, w = self.base.shape[1:3]
         self.size = (w, h)
+
+    def _moving(self, flow: bool, move_start: bool, start: int | None) -> None:
+        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``), and the bridge's start."""
+        if start is not None and not 2 <= start < 1000:
+            raise InputError(f"the bridge's start must be a timestep in [2, 1000), not {start}")
+        self.timesteps = None if start is None else [start, start // 2]
+        self.move_detail = flow and self.memory is not None
+        self.move_start = move_start and self.avatar.bank is not None
+        if self.move_detail or self.move_start:
+            from talkhead.avatar.flow import MouthFlow
+
+            self.mouth = MouthFlow(self.avatar.crop_points, self.avatar.side)
+            self._bank_points = self.mouth.points(self.avatar.bank["motion"])
+        if self.move_detail:
+            self._mean_points = self.mouth.points(self.avatar.bank["motion"].mean(0, keepdims=True))[0]
+            self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
 
     @property
     def frame_shape(self) -> tuple[int, int, int]:
@@ -106,15 +117,18 @@ class AvatarRenderer:
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
+        if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
+            ref = self.mouth.warp_latent(ref.float(), self._bank_points[torch.from_numpy(chosen)],
+                                         self.mouth.points(drive)).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
-        z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1),
+        z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1), self.timesteps,
                             geometry=a.maps(drive), context=context)
         crops = self._decode(z, chosen, v.window).astype(np.float32)
         if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
             for k, ring in enumerate(v.ring):
                 crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         if self.memory is not None:
-            crops = self._add_detail(crops, chosen) if self.flow is None else self._add_moved_detail(crops, chosen, drive)
+            crops = self._add_moved_detail(crops, chosen, drive) if self.move_detail else self._add_detail(crops, chosen)
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
     def views(self, idx: np.ndarray) -> Views:
@@ -153,8 +167,8 @@ class AvatarRenderer:
             d = self._canonical(int(i))
             self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
             averages.append(self._detail)
-        dst = self.flow.points(drive)
-        moved = self.flow.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
+        dst = self.mouth.points(drive)
+        moved = self.mouth.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
         return crops + self.gain * moved.numpy()
 
     def _canonical(self, i: int) -> torch.Tensor:
@@ -163,7 +177,7 @@ class AvatarRenderer:
             if len(self._moved) >= 64:
                 self._moved.pop(next(iter(self._moved)))
             d = torch.from_numpy(self.avatar.detail(i))[None]
-            self._moved[i] = self.flow.warp(d, self._bank_points[i:i + 1], self._mean_points[None])[0]
+            self._moved[i] = self.mouth.warp(d, self._bank_points[i:i + 1], self._mean_points[None])[0]
         return self._moved[i]
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
