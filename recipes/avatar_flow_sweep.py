@@ -27,4 +27,5 @@ for arg in sys.argv[4:]:
 for label, drawing in ways:
     drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
     row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])
-    print(json.dumps({"pair": name, "frames": len(real), "way": label, "ms_per_frame": round(ms, 1), **row}), flush=True)
+    print(json.dumps({"pair": name, "frames": len(real), "way": label, "ms_per_frame": round(ms, 1), **row}),
+          flush=True)

@@ -45,7 +45,8 @@ for name in sys.argv[2].split(","):
         for label, drawing in WAYS.items():
             drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
             row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])
-            print(json.dumps({"pair": name, "kind": "reenact", "way": label, "ms_per_frame": round(ms, 1), **row}), flush=True)
+            print(json.dumps({"pair": name, "kind": "reenact", "way": label, "ms_per_frame": round(ms, 1), **row}),
+                  flush=True)
     if kind not in ("speech", "both"):
         continue
     face, model = fit_rig(avatar.crop_points), load_model(None)

@@ -52,8 +52,10 @@ class AvatarRenderer:
         crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
         (``colour_ring``). ``flow``: the bank frames' detail is averaged at one mouth shape and moved to the drawn
         mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'.
-        ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too (``MouthFlow.warp_latent``); ``start``: the bridge's
-        first timestep (the engine's own: 800), which sets how much of that start shows (docs/avatar.md)."""
+        ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too
+        (``MouthFlow.warp_latent``); ``start``: the bridge's first timestep (the engine's own: 800), which sets how
+        much of that start shows. Both moves are off by default: the lips follow the motion better, the mouth
+        shimmers (docs/avatar.md)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
@@ -83,7 +85,7 @@ class AvatarRenderer:
         self.size = (w, h)
 
     def _moving(self, flow: bool, move_start: bool, start: int | None) -> None:
-        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``), and the bridge's start."""
+        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``); the bridge's start."""
         if start is not None and not 2 <= start < 1000:
             raise InputError(f"the bridge's start must be a timestep in [2, 1000), not {start}")
         self.timesteps = None if start is None else [start, start // 2]
@@ -128,7 +130,8 @@ class AvatarRenderer:
             for k, ring in enumerate(v.ring):
                 crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         if self.memory is not None:
-            crops = self._add_moved_detail(crops, chosen, drive) if self.move_detail else self._add_detail(crops, chosen)
+            crops = (self._add_moved_detail(crops, chosen, drive) if self.move_detail
+                     else self._add_detail(crops, chosen))
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
     def views(self, idx: np.ndarray) -> Views:

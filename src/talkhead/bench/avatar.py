@@ -261,9 +261,9 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
     frame), each as ``generate`` drives it (``pipeline.for_renderer``: the avatar's lips in the person's own range,
     ``Avatar.lip_range``; the warp renderer's in the average filmed person's, solved on its photo's face); the
-    avatar's also without its range, and with its bank's detail moved to the drawn mouth (``FLOW``), for comparison. The drawn lip gap is scored against two readings
-    of what the motion asks: its jawOpen and the lip gap it draws on that face, which also
-    sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
+    avatar's also without its range, and with its bank's detail moved to the drawn mouth (``FLOW``), for comparison.
+    The drawn lip gap is scored against two readings of what the motion asks: its jawOpen and the lip gap it draws
+    on that face, which also sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
     from talkhead.audio.io import load_audio
     from talkhead.face.identity import identity_distance
     from talkhead.face.template import fit_rig
