@@ -64,7 +64,7 @@ class AvatarRenderer:
             raise InputError(f"the detail gain must be in [0, 3], not {detail_gain}")
         self.gain = detail_gain
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
-        self._detail: np.ndarray | None = None
+        self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
         self._moving(flow, move_start, start)
         a = self.avatar
         self.base = a.base if frames is None else frames
@@ -119,9 +119,9 @@ class AvatarRenderer:
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
+        dst = self.mouth.points(drive) if self.move_start or self.move_detail else None  # the drawn mouth's points
         if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
-            ref = self.mouth.warp_latent(ref.float(), self._bank_points[torch.from_numpy(chosen)],
-                                         self.mouth.points(drive)).to(ref.dtype)
+            ref = self.mouth.warp_latent(ref.float(), self._bank_points[torch.from_numpy(chosen)], dst).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
         z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1), self.timesteps,
                             geometry=a.maps(drive), context=context)
@@ -130,7 +130,7 @@ class AvatarRenderer:
             for k, ring in enumerate(v.ring):
                 crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         if self.memory is not None:
-            crops = (self._add_moved_detail(crops, chosen, drive) if self.move_detail
+            crops = (self._add_moved_detail(crops, chosen, dst) if self.move_detail
                      else self._add_detail(crops, chosen))
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
@@ -160,17 +160,16 @@ class AvatarRenderer:
             crops[k] += self.gain * self._detail
         return crops
 
-    def _add_moved_detail(self, crops: np.ndarray, chosen: np.ndarray, drive: np.ndarray) -> np.ndarray:
+    def _add_moved_detail(self, crops: np.ndarray, chosen: np.ndarray, dst: torch.Tensor) -> np.ndarray:
         """As ``_add_detail``, with the average kept at one mouth shape (the bank's mean): each bank frame's detail
         is moved there from its own mouth (once per bank frame), averaged there, and the average moved to the
-        drawn mouth. Lip edges of different frames fall on each other, and each is resampled twice at most
-        (moving the average itself frame after frame blurs it)."""
+        drawn mouth (at points ``dst``). Lip edges of different frames fall on each other, and each is resampled
+        twice at most (moving the average itself frame after frame blurs it)."""
         averages = []
         for i in chosen:
             d = self._canonical(int(i))
             self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
             averages.append(self._detail)
-        dst = self.mouth.points(drive)
         moved = self.mouth.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
         return crops + self.gain * moved.numpy()
 
