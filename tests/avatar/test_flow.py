@@ -98,3 +98,44 @@ def test_the_start_moved_to_the_drawn_mouth_draws_the_frame_and_a_start_out_of_r
     assert moved.shape == shipped.shape and np.abs(moved - shipped).mean() > 0.5
     with pytest.raises(InputError, match="bridge's start"):
         AvatarRenderer(av, start=1000)
+
+
+def test_the_start_averaged_at_the_mean_mouth_changes_less_between_frames_and_a_bad_memory_is_refused(tiny_avatar):
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    n, far = 8, len(av.bank["latent"]) - 1
+    chosen = np.array([0, far] * (n // 2))  # the bank frame flips every frame: what shimmers from t = 400
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = 0.4
+
+    def change(**kw) -> float:
+        r = AvatarRenderer(av, seed=0, move_start=True, start=400, **kw)
+        z = r._moved_start(av.bank["latent"][chosen].float(), chosen, r.mouth.points(motion))
+        return float((z[1:] - z[:-1]).abs().mean())
+
+    assert change(start_memory=0.8) < 0.5 * change()
+    with pytest.raises(InputError, match="start's memory"):
+        AvatarRenderer(av, move_start=True, start_memory=1.0)
+
+
+def test_each_frame_starts_partly_from_the_one_before_moved_to_its_mouth_and_carry_needs_the_moved_start(tiny_avatar):
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    n = 3
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, n)  # each frame's mouth another
+    idx = np.arange(n) % len(av.base)
+    r = AvatarRenderer(av, seed=0, move_start=True, start=400, carry=0.5)
+    ref, dst, drive = av.bank["latent"][[0, 1, 2]].float(), r.mouth.points(motion), torch.from_numpy(motion)
+    geometry, context = av.maps(motion), r.views(idx).context
+    z = r._sample(ref, drive, geometry, context, dst)
+    # Frame 2, drawn on its own from the start the carry makes: half the bank's, half frame 1 moved to its mouth.
+    start = 0.5 * r.mouth.warp_latent(z[1:2], dst[1:2], dst[2:3]) + 0.5 * ref[2:3]
+    alone = av.engine.sample(start, drive[2:3], r.noise, r.timesteps, geometry=geometry[2:3], context=context[2:3])
+    assert torch.allclose(alone, z[2:3], atol=1e-5)
+    plain = AvatarRenderer(av, seed=0, move_start=True, start=400)._sample(ref, drive, geometry, context, dst)
+    assert torch.allclose(plain[:1], z[:1], atol=1e-5) and (plain[1:] - z[1:]).abs().mean() > 1e-3
+    with pytest.raises(InputError, match="carry"):
+        AvatarRenderer(av, carry=0.5)  # the start is not moved: nothing to carry it to

@@ -34,13 +34,20 @@ DETAIL_MEMORY = 0.7
 DETAIL_GAIN = 1.2
 
 
+def running(average: np.ndarray | torch.Tensor | None, x: np.ndarray | torch.Tensor,
+            memory: float) -> np.ndarray | torch.Tensor:
+    """A running average's next value: ``memory`` of the last one kept, ``x`` the first (an array or a tensor)."""
+    return x if average is None else memory * average + (1 - memory) * x
+
+
 class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
-                 colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None) -> None:
+                 colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
+                 start_memory: float | None = None, carry: float = 0.0) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail
@@ -54,8 +61,11 @@ class AvatarRenderer:
         mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'.
         ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too
         (``MouthFlow.warp_latent``); ``start``: the bridge's first timestep (the engine's own: 800), which sets how
-        much of that start shows. Both moves are off by default: the lips follow the motion better, the mouth
-        shimmers (docs/avatar.md)."""
+        much of that start shows; ``start_memory``: the moved start is averaged over frames with this memory at the
+        bank's mean mouth before it is moved to the drawn one (as the detail is); ``carry``: this share of each frame's
+        start is the frame before it as drawn, moved to this frame's mouth (frames are then sampled one at a time).
+        Both steady the moved mouth; the carry costs its lips least. The moves are off by default: the lips follow
+        the motion better, the mouth shimmers (docs/avatar.md)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         if detail is not None and not 0.0 <= detail < 1.0:
@@ -65,7 +75,7 @@ class AvatarRenderer:
         self.gain = detail_gain
         self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
         self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
-        self._moving(flow, move_start, start)
+        self._moving(flow, move_start, start, start_memory, carry)
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -84,10 +94,17 @@ class AvatarRenderer:
         h, w = self.base.shape[1:3]
         self.size = (w, h)
 
-    def _moving(self, flow: bool, move_start: bool, start: int | None) -> None:
+    def _moving(self, flow: bool, move_start: bool, start: int | None, start_memory: float | None,
+                carry: float) -> None:
         """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``); the bridge's start."""
         if start is not None and not 2 <= start < 1000:
             raise InputError(f"the bridge's start must be a timestep in [2, 1000), not {start}")
+        if start_memory is not None and not 0.0 <= start_memory < 1.0:
+            raise InputError(f"the start's memory must be in [0, 1), not {start_memory}")
+        if not 0.0 <= carry < 1.0 or (carry and not move_start):
+            raise InputError(f"the carry must be in [0, 1) and needs the start moved (move_start), not {carry}")
+        self.start_memory, self._start = start_memory, None  # the moved start's running average, at the mean mouth
+        self.carry, self._last = carry, None  # the last frame drawn: its latent and its mouth's points
         self.timesteps = None if start is None else [start, start // 2]
         self.move_detail = flow and self.memory is not None
         self.move_start = move_start and self.avatar.bank is not None
@@ -96,8 +113,8 @@ class AvatarRenderer:
 
             self.mouth = MouthFlow(self.avatar.crop_points, self.avatar.side)
             self._bank_points = self.mouth.points(self.avatar.bank["motion"])
-        if self.move_detail:
             self._mean_points = self.mouth.points(self.avatar.bank["motion"].mean(0, keepdims=True))[0]
+        if self.move_detail:
             self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
 
     @property
@@ -121,10 +138,9 @@ class AvatarRenderer:
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
         dst = self.mouth.points(drive) if self.move_start or self.move_detail else None  # the drawn mouth's points
         if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
-            ref = self.mouth.warp_latent(ref.float(), self._bank_points[torch.from_numpy(chosen)], dst).to(ref.dtype)
+            ref = self._moved_start(ref.float(), chosen, dst).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
-        z = a.engine.sample(ref, torch.from_numpy(drive), self.noise.expand(len(idx), -1, -1, -1), self.timesteps,
-                            geometry=a.maps(drive), context=context)
+        z = self._sample(ref, torch.from_numpy(drive), a.maps(drive), context, dst)
         crops = self._decode(z, chosen, v.window).astype(np.float32)
         if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
             for k, ring in enumerate(v.ring):
@@ -133,6 +149,25 @@ class AvatarRenderer:
             crops = (self._add_moved_detail(crops, chosen, dst) if self.move_detail
                      else self._add_detail(crops, chosen))
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
+
+    def _sample(self, ref: torch.Tensor, drive: torch.Tensor, geometry: torch.Tensor | None, context: torch.Tensor,
+                dst: torch.Tensor | None) -> torch.Tensor:
+        """The engine's latents for a batch; with ``carry``, frame by frame, each bridged partly from the frame before
+        it moved to its own mouth (points ``dst``): the moved mouth, sampled from t = 400, keeps much of its start,
+        and starts drawn independently shimmer where the fitted points jitter or the bank frame changes."""
+        eng, noise = self.avatar.engine, self.noise.expand(len(ref), -1, -1, -1)
+        if not self.carry:
+            return eng.sample(ref, drive, noise, self.timesteps, geometry=geometry, context=context)
+        out = []
+        for k in range(len(ref)):
+            start = ref[k:k + 1]
+            if self._last is not None:
+                moved = self.mouth.warp_latent(self._last[0].float(), self._last[1], dst[k:k + 1]).to(start.dtype)
+                start = self.carry * moved + (1 - self.carry) * start
+            out.append(eng.sample(start, drive[k:k + 1], noise[:1], self.timesteps, context=context[k:k + 1],
+                                  geometry=None if geometry is None else geometry[k:k + 1]))
+            self._last = (out[-1], dst[k:k + 1])
+        return torch.cat(out)
 
     def views(self, idx: np.ndarray) -> Views:
         """The base frames ``idx`` as drawing sees them (the avatar's own base: made once)."""
@@ -151,12 +186,25 @@ class AvatarRenderer:
         crops[:, r0 * d:r1 * d, c0 * d:c1 * d] = a.engine.decode(z[:, :, r0:r1, c0:c1], norms)
         return crops
 
+    def _moved_start(self, ref: torch.Tensor, chosen: np.ndarray, dst: torch.Tensor) -> torch.Tensor:
+        """The chosen bank latents ``ref`` moved to the drawn mouths (points ``dst``); with ``start_memory``, first
+        moved to the bank's mean mouth and averaged there over frames: from t = 400 the engine keeps much of its
+        start, and a new bank frame or the fitted points' jitter would show as shimmer."""
+        src = self._bank_points[torch.from_numpy(chosen)]
+        if self.start_memory is None:
+            return self.mouth.warp_latent(ref, src, dst)
+        mean = self._mean_points.expand(len(ref), -1, -1)
+        averages = []
+        for z in self.mouth.warp_latent(ref, src, mean):
+            self._start = running(self._start, z, self.start_memory)
+            averages.append(self._start)
+        return self.mouth.warp_latent(torch.stack(averages), mean, dst)
+
     def _add_detail(self, crops: np.ndarray, chosen: np.ndarray) -> np.ndarray:
         """Crops (float) with their bank frames' detail added, as a running average: a bank frame changes every
         few frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's)."""
         for k, i in enumerate(chosen):
-            d = self.avatar.detail(int(i))
-            self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
+            self._detail = running(self._detail, self.avatar.detail(int(i)), self.memory)
             crops[k] += self.gain * self._detail
         return crops
 
@@ -167,8 +215,7 @@ class AvatarRenderer:
         twice at most (moving the average itself frame after frame blurs it)."""
         averages = []
         for i in chosen:
-            d = self._canonical(int(i))
-            self._detail = d if self._detail is None else self.memory * self._detail + (1 - self.memory) * d
+            self._detail = running(self._detail, self._canonical(int(i)), self.memory)
             averages.append(self._detail)
         moved = self.mouth.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
         return crops + self.gain * moved.numpy()
