@@ -104,10 +104,11 @@ class AvatarRenderer:
         if not 0.0 <= carry < 1.0 or (carry and not move_start):
             raise InputError(f"the carry must be in [0, 1) and needs the start moved (move_start), not {carry}")
         self.start_memory, self._start = start_memory, None  # the moved start's running average, at the mean mouth
-        self.carry, self._last = carry, None  # the last frame drawn: its latent and its mouth's points
         self.timesteps = None if start is None else [start, start // 2]
         self.move_detail = flow and self.memory is not None
         self.move_start = move_start and self.avatar.bank is not None
+        # The last frame drawn (its latent and its mouth's points); without a bank there is no moved start to carry.
+        self.carry, self._last = carry if self.move_start else 0.0, None
         if self.move_detail or self.move_start:
             from talkhead.avatar.flow import MouthFlow
 
