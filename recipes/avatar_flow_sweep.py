@@ -1,8 +1,10 @@
 """Issue 48: the bank's detail moved to the drawn mouth (``AvatarRenderer(flow=True)``, docs/avatar.md). One trained
 avatar (``bash recipes/avatar.sh`` made it) re-enacts its pair's held-out video as shipped, then with the detail moved
-at each detail memory and gain given, measured as ``talkhead bench avatar`` measures it. One JSON line per way.
-Usage: python recipes/avatar_flow_sweep.py WORK PAIR [FRAMES] [MEMORY:GAIN ...]   (FRAMES 0: every held-out frame)
+at each detail memory and gain given (``:still``: the detail not moved, only its gain and memory changed), measured as
+``talkhead bench avatar`` measures it. One JSON line per way.
+Usage: python recipes/avatar_flow_sweep.py WORK PAIR [FRAMES] [MEMORY:GAIN[:still] ...]  (FRAMES 0: all held out)
   python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.7:1.2 0.7:1.3 0.6:1.3 0.8:1.5
+  python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.7:2:still 0.7:3:still 0.85:3:still
 """
 
 import json
@@ -22,8 +24,10 @@ if n:
 real = _crops(h["real"], h["affine"], avatar.side)
 ways = [("shipped", {})]
 for arg in sys.argv[4:]:
-    memory, gain = (float(v) for v in arg.split(":"))
-    ways.append((f"moved, memory {memory:g} gain {gain:g}", {"flow": True, "detail": memory, "detail_gain": gain}))
+    memory, gain, *still = arg.split(":")
+    moved = still != ["still"]
+    ways.append((f"{'moved' if moved else 'not moved'}, memory {float(memory):g} gain {float(gain):g}",
+                 {"flow": moved, "detail": float(memory), "detail_gain": float(gain)}))
 for label, drawing in ways:
     drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
     row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])

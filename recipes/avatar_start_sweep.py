@@ -61,7 +61,8 @@ def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, drawing: d
     if drawing is None:
         warper = WarpRenderer(avatar.base[0], size=None, full_frame=True)
         m = motion_from_speech(speech, MotionConfig(seed=cfg.seed), for_renderer(load_model(None), warper))
-        frames, aff, rig = np.stack(list(warper.frames(m))), np.repeat(avatar.base_affine[:1], len(m), 0), warper.lip_rig
+        frames, rig = np.stack(list(warper.frames(m))), warper.lip_rig
+        aff = np.repeat(avatar.base_affine[:1], len(m), 0)
         mask = np.broadcast_to(paste[:1] > 0.5, (len(m), avatar.side, avatar.side))
     else:
         frames = np.stack(list(AvatarRenderer(avatar, cfg.seed, **drawing).frames(motion)))
