@@ -46,6 +46,8 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         "start moved, t0 400, start memory 0.8": {"move_start": True, "start": 400, "start_memory": 0.8},
         # Steadier still: each frame's start half the frame before it, moved to its mouth.
         "start and detail moved, t0 400, carry 0.5": {"move_start": True, "start": 400, "carry": 0.5, **MOVED},
+        "start and detail moved, t0 400, carry 0.5, detail memory 0.8 gain 1.5": {
+            "move_start": True, "start": 400, "carry": 0.5, "flow": True, "detail": 0.8, "detail_gain": 1.5},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 
