@@ -20,6 +20,7 @@ from talkhead.audio.io import load_audio
 from talkhead.avatar.file import load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.bench.avatar import (
+    FLOW,
     SPEECH,
     AvatarBenchConfig,
     _crops,
@@ -28,6 +29,7 @@ from talkhead.bench.avatar import (
     _pair_videos,
     _redraw,
     face_metrics,
+    frame_change,
 )
 from talkhead.face.paste import pingpong
 from talkhead.face.template import fit_rig
@@ -36,33 +38,27 @@ from talkhead.motion.stream import MotionConfig
 from talkhead.pipeline import for_renderer, motion_from_speech, speech_from_recording
 from talkhead.warp.renderer import WarpRenderer
 
-MOVED = {"flow": True, "detail": 0.6, "detail_gain": 1.3}
 WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400": {"move_start": True, "start": 400},
-        "start and detail moved, t0 400": {"move_start": True, "start": 400, **MOVED},
-        "start and detail moved, t0 600": {"move_start": True, "start": 600, **MOVED},
+        "start and detail moved, t0 400": {"move_start": True, "start": 400, **FLOW},
+        "start and detail moved, t0 600": {"move_start": True, "start": 600, **FLOW},
         # Steadier (2026-12-06): the moved start averaged over frames at the bank's mean mouth.
         "start and detail moved, t0 400, start memory 0.8": {"move_start": True, "start": 400, "start_memory": 0.8,
-                                                              **MOVED},
+                                                              **FLOW},
         "start moved, t0 400, start memory 0.8": {"move_start": True, "start": 400, "start_memory": 0.8},
         # Steadier still: each frame's start half the frame before it, moved to its mouth.
-        "start and detail moved, t0 400, carry 0.5": {"move_start": True, "start": 400, "carry": 0.5, **MOVED},
+        "start and detail moved, t0 400, carry 0.5": {"move_start": True, "start": 400, "carry": 0.5, **FLOW},
         "start and detail moved, t0 400, carry 0.5, detail memory 0.8 gain 1.5": {
             "move_start": True, "start": 400, "carry": 0.5, "flow": True, "detail": 0.8, "detail_gain": 1.5},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 
 
-def change(crops: np.ndarray, mask: np.ndarray) -> float:
-    """The lower face's mean change between frames: where ``mask`` [T, S, S] holds it in both."""
-    steady = mask[1:] & mask[:-1]
-    return float(np.abs(np.diff(crops.astype(np.float64), axis=0))[steady].mean())
-
-
-def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, drawing: dict | None) -> tuple:
+def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, paste: np.ndarray,
+               drawing: dict | None) -> tuple:
     """Crops driven by speech, the motion they follow, the rig it is read on, and their lower face's masks."""
     if drawing is None:
         warper = WarpRenderer(avatar.base[0], size=None, full_frame=True)
-        m = motion_from_speech(speech, MotionConfig(seed=cfg.seed), for_renderer(load_model(None), warper))
+        m = motion_from_speech(speech, MotionConfig(seed=cfg.seed), for_renderer(MODEL, warper))
         frames, rig = np.stack(list(warper.frames(m))), warper.lip_rig
         aff = np.repeat(avatar.base_affine[:1], len(m), 0)
         mask = np.broadcast_to(paste[:1] > 0.5, (len(m), avatar.side, avatar.side))
@@ -74,7 +70,7 @@ def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, drawing: d
 work, kind = Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 else "both"
 if len(sys.argv) > 4:
     WAYS = {label: WAYS[label] for label in sys.argv[4].split("|")}
-cfg = AvatarBenchConfig()
+cfg, MODEL = AvatarBenchConfig(), load_model(None)
 for name in sys.argv[2].split(","):
     avatar = load_avatar(work / f"{name}.avatar")
     if kind in ("reenact", "both"):
@@ -93,13 +89,14 @@ for name in sys.argv[2].split(","):
     for rec in SPEECH:
         speech = speech_from_recording(load_audio(rec))
         motion = motion_from_speech(speech, MotionConfig(seed=cfg.seed),
-                                    for_renderer(load_model(None), AvatarRenderer(avatar, cfg.seed)))
+                                    for_renderer(MODEL, AvatarRenderer(avatar, cfg.seed)))
         order = pingpong(np.arange(len(motion)), len(avatar.base))
         # Flicker: against the same base frames' lower face as filmed (the person talking).
-        filmed = change(_crops(avatar.base[order], avatar.base_affine[order], avatar.side), paste[order] > 0.5)
+        filmed = _crops(avatar.base[order], avatar.base_affine[order], avatar.side)
+        filmed = frame_change(filmed, paste[order] > 0.5)
         for label, drawing in WAYS.items():
-            crops, m, rig, mask = speech_row(avatar, speech, motion, order, drawing)
+            crops, m, rig, mask = speech_row(avatar, speech, motion, order, paste, drawing)
             f = _follow(crops, m, rig)
             print(json.dumps({"pair": name, "kind": "speech", "recording": Path(rec).stem, "way": label,
                               "lip_r_with_motion_gap": f["r_gap"], "lip_r_with_jawOpen": f["r"], "spread": f["spread"],
-                              "flicker_vs_filmed": round(change(crops, mask) / filmed, 3)}), flush=True)
+                              "flicker_vs_filmed": round(frame_change(crops, mask) / filmed, 3)}), flush=True)

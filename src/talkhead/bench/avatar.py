@@ -80,6 +80,13 @@ def frame_psnr(gen: np.ndarray, real: np.ndarray, masks: np.ndarray) -> np.ndarr
     return psnr_db(err, floor=1e-6)
 
 
+def frame_change(crops: np.ndarray, mask: np.ndarray) -> float:
+    """Flicker: the mean absolute change between frames of crops [T, S, S, 3], where ``mask`` [T, S, S] (bool)
+    holds in both frames."""
+    steady = mask[1:] & mask[:-1]
+    return float(np.abs(np.diff(crops.astype(np.float64), axis=0))[steady].mean())
+
+
 def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
     """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]; the
     lower face is ``mask`` ([S, S] for every frame or [T, S, S], each real frame's own) over 0.5."""
@@ -89,12 +96,10 @@ def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
     psnr = float(np.mean(frame_psnr(gen, real, m)))
     detail = (np.mean([laplacian_var(g.mean(-1), k) for g, k in zip(gen, m)])
               / np.mean([laplacian_var(r.mean(-1), k) for r, k in zip(real, m)]))
-    steady = m[1:] & m[:-1]  # flicker where the lower face is in both frames
-    fl = lambda x: float(np.abs(np.diff(x.astype(np.float64), axis=0))[steady].mean())  # noqa: E731
     gaps = [(lip_gap(g), lip_gap(r)) for g, r in zip(gen[::2], real[::2])]
     both = np.array([(a, b) for a, b in gaps if a is not None and b is not None])
     return {"psnr_db": round(psnr, 2), "detail_ratio": round(float(detail), 3),
-            "flicker_ratio": round(fl(gen) / max(1e-9, fl(real)), 3),
+            "flicker_ratio": round(frame_change(gen, m) / max(1e-9, frame_change(real, m)), 3),
             "lip_r": round(pearson(both[:, 0], both[:, 1]), 3) if len(both) > 2 else None,
             "lip_found": round(len(both) / max(1, len(gaps)), 3)}
 
