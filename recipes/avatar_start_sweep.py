@@ -2,8 +2,9 @@
 move_start=True)``: the chosen bank latent warped by ``MouthFlow.warp_latent``), at a lower start (t0) and with the
 detail moved too, and steadied (``start_memory``, ``carry``). Each trained avatar (``bash recipes/avatar.sh`` made them)
 re-enacts its held-out video and is driven by the bench's three recordings, as ``talkhead bench avatar`` measures them;
-driven by speech, flicker is the lower face's change between frames against the same base frames' as filmed. One JSON
-line per avatar, way and kind.
+driven by speech, flicker is the lower face's change between frames against the same base frames' as filmed; re-enacted,
+the lower-face PSNR by head-pose bin too (``bench.avatar.by_pose``, novelty from the bank's frames). One JSON line per
+avatar, way and kind.
 Usage: python recipes/avatar_start_sweep.py WORK PAIR[,PAIR...] [reenact|speech|both] [WAY|WAY...]
   python recipes/avatar_start_sweep.py runs/avatar-bench andrew,edtalk,cap12 both
   python recipes/avatar_start_sweep.py runs/avatar-bench andrew,edtalk,cap12 both "start and detail moved, t0 400, \
@@ -28,8 +29,10 @@ from talkhead.bench.avatar import (
     _held_out,
     _pair_videos,
     _redraw,
+    by_pose,
     face_metrics,
     frame_change,
+    pose_novelty,
 )
 from talkhead.face.paste import pingpong
 from talkhead.face.template import fit_rig
@@ -80,7 +83,10 @@ for name in sys.argv[2].split(","):
             if drawing is None:
                 continue  # the bench measures the warp renderer's re-enactment
             drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
-            row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])
+            crops = _crops(drawn, h["affine"], avatar.side)
+            row = face_metrics(crops, real, h["paste"])
+            row["psnr_by_pose"] = by_pose(pose_novelty(avatar.bank["motion"], h["motion"]), {"db": crops}, real,
+                                          h["paste"])
             print(json.dumps({"pair": name, "kind": "reenact", "way": label, "ms_per_frame": round(ms, 1), **row}),
                   flush=True)
     if kind not in ("speech", "both"):

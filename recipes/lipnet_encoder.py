@@ -126,18 +126,19 @@ def measure_clips() -> GapClips:
     return out
 
 
-def train(data: GapClips, hold: tuple[str, ...], seed: int = 0) -> tuple[LipNet, torch.Tensor, torch.Tensor]:
+def train(data: GapClips, hold: tuple[str, ...], seed: int = 0, cfg: LipNetTrainConfig = CFG
+          ) -> tuple[LipNet, torch.Tensor, torch.Tensor]:
     keep = [i for i, r in enumerate(data.rows) if r["person"] not in hold]
     sub = GapClips([data.feats[i] for i in keep], [data.gap[i] for i in keep], [data.seen[i] for i in keep],
                    [data.rows[i] for i in keep])
     allf = torch.cat([f[0] for f in sub.feats])
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
     torch.manual_seed(seed)
-    net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=CFG.hidden, kernel=CFG.kernel, dropout=CFG.dropout,
-                              members=CFG.members))
-    fit_cfg = FitConfig(steps=CFG.iters, lr=CFG.lr, weight_decay=CFG.weight_decay, ema=CFG.ema, ema_warmup=True,
+    net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=cfg.hidden, kernel=cfg.kernel, dropout=cfg.dropout,
+                              members=cfg.members))
+    fit_cfg = FitConfig(steps=cfg.iters, lr=cfg.lr, weight_decay=cfg.weight_decay, ema=cfg.ema, ema_warmup=True,
                         seed=seed)
-    result = fit(net, GapObjective(sub, mean, std, CFG), fit_cfg, progress=False)
+    result = fit(net, GapObjective(sub, mean, std, cfg), fit_cfg, progress=False)
     return result.module.eval(), mean, std
 
 
@@ -152,6 +153,24 @@ def person_r(nets, sets: list[GapClips], who) -> dict[str, float]:
                 people.setdefault(row["person"], []).append(
                     lagged_r(data.gap[i].numpy(), z.mean(0).numpy(), data.seen[i].numpy(), 8)[1])
     return {p: round(float(np.mean(v)), 3) for p, v in sorted(people.items())}
+
+
+def fold_result(key: str, spec: str, r: dict[str, float]) -> dict:
+    """One setting's line: its people's r, their mean and lowest."""
+    return {key: spec, "fold_mean": round(float(np.mean(list(r.values()))), 4), "fold_min": min(r.values()),
+            "people": r}
+
+
+def run_settings(root: Path, score, specs: list[str]) -> None:
+    """Each setting scored by ``score(spec)`` on 2 threads, printed and appended to ROOT/results.jsonl with its time."""
+    torch.set_num_threads(2)
+    root.mkdir(parents=True, exist_ok=True)
+    for spec in specs:
+        t0 = time.time()
+        res = {**score(spec), "seconds": round(time.time() - t0)}
+        print(json.dumps(res), flush=True)
+        with open(root / "results.jsonl", "a") as f:
+            f.write(json.dumps(res) + "\n")
 
 
 def folds(encoder: str) -> dict:

@@ -10,14 +10,10 @@ people, each by the fold net that never heard them (z-scored gap, best lag withi
 Results: runs/lipnet-layers/results.jsonl.
 """
 
-import json
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
-import torch
-from lipnet_encoder import FOLDS, person_r, train
+from lipnet_encoder import FOLDS, fold_result, person_r, run_settings, train
 
 from talkhead.motion.train.lipnet import gap_clips, hearing
 
@@ -39,16 +35,8 @@ def folds(spec: str) -> dict:
     for hold in FOLDS:
         net = train(data, tuple(hold))
         r.update(person_r([net], [data], lambda p, h=hold: p in h))
-    return {"layers": spec, "fold_mean": round(float(np.mean(list(r.values()))), 4), "fold_min": min(r.values()),
-            "people": r}
+    return fold_result("layers", spec, r)
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(2)
-    ROOT.mkdir(parents=True, exist_ok=True)
-    for spec in sys.argv[1:]:
-        t0 = time.time()
-        res = {**folds(spec), "seconds": round(time.time() - t0)}
-        print(json.dumps(res), flush=True)
-        with open(ROOT / "results.jsonl", "a") as f:
-            f.write(json.dumps(res) + "\n")
+    run_settings(ROOT, folds, sys.argv[1:])

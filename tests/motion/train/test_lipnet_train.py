@@ -127,3 +127,50 @@ def test_the_correlation_term_trains(talking_corpus, tmp_path):
     data, _ = gap_clips(talking_corpus, (), 0)
     pred = head.opening(data.feats[0][0][None])[0].numpy()
     assert lagged_r(data.gap[0].numpy(), pred, data.seen[0].numpy(), 2)[1] > 0.6
+
+
+def test_faster_plays_the_audio_faster_and_higher():
+    import numpy as np
+
+    from talkhead.motion.train.lipnet import faster
+
+    t = np.arange(16000) / 16000
+    y = faster(np.sin(2 * np.pi * 200 * t).astype(np.float32), 1.25)
+    assert abs(len(y) - 12800) <= 1
+    spectrum = np.abs(np.fft.rfft(y))
+    assert abs(np.argmax(spectrum) * 16000 / len(y) - 250) < 2
+
+
+def test_sped_copies_keep_the_lips_with_the_speech(talking_corpus, tmp_path, capsys):
+    """A net that learnt only from the clip played at 0.8x and 1.25x follows the clip's own lips: the copies'
+    gap was resampled with their audio. The copies come after the clip's own rows and are cached."""
+    from talkhead.motion.train.lipnet import speed_clips
+
+    data, _ = gap_clips(talking_corpus, (), 0)
+    sped = speed_clips(talking_corpus, data, (0.8, 1.25))
+    n = len(data.gap[0])
+    assert [r["speed"] for r in sped.rows] == [0.8, 1.25]
+    assert abs(len(sped.gap[0]) - n / 0.8) <= 2 and abs(len(sped.gap[1]) - n / 1.25) <= 2
+    assert list((talking_corpus / "cache").glob("lipnet-speed-*.npz"))
+    both, _ = gap_clips(talking_corpus, (), 0, speeds=(0.8, 1.25))
+    assert len(both.rows) == 3 and "speed" not in both.rows[0] and torch.equal(both.gap[2], sped.gap[1])
+
+    from talkhead.motion.lipnet import LipNet, LipNetConfig
+    from talkhead.motion.train.lipnet import GapObjective
+    from talkhead.train.loop import FitConfig, fit
+
+    allf = torch.cat([f[0] for f in sped.feats])
+    mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
+    cfg = LipNetTrainConfig(iters=300, batch=8, frames=48)
+    torch.manual_seed(0)
+    net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=cfg.hidden, kernel=cfg.kernel, dropout=cfg.dropout))
+    net = fit(net, GapObjective(sped, mean, std, cfg), FitConfig(steps=300, lr=cfg.lr, seed=0), progress=False).module
+    with torch.no_grad():
+        pred = net.eval()((data.feats[0][0][None] - mean) / std)[0].numpy()
+    lag, r, _ = lagged_r(data.gap[0].numpy(), pred, data.seen[0].numpy(), 2)
+    assert r > 0.5 and abs(lag) <= 1, (r, lag)
+    out = str(tmp_path / "x.safetensors")
+    assert main(["distill", "lipnet", "--real", str(talking_corpus), "--out", out, "--speeds", "3"]) == 2
+    assert "--speeds" in capsys.readouterr().err
+    with pytest.raises(InputError, match="--speeds"):
+        gap_clips(talking_corpus, (), 0, "live", speeds=(1.1,))

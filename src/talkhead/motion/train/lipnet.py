@@ -1,11 +1,11 @@
 """``talkhead distill lipnet``: train the lip net (``motion.lipnet``) on people filmed talking.
 
-Data: the trainable clips of a ``data talking`` corpus (people named in ``hold_out`` left out), their
-Whisper states (the offset-corrected audio, and augmented copies: telephone, room, noise, level), and
-each frame's real inner-lip gap, z-scored within the clip over the frames whose lips were seen. The loss
-is the squared error on seen frames of random windows; one loop (``train.loop.fit``) with EMA, atomic
-checkpoints and ``--resume``. The head's gap units come from the same clips: the lip gap their captured
-motion draws on the standard face (its mean, and the mean of the clips' spreads).
+Data: the trainable clips of a ``data talking`` corpus (people named in ``hold_out`` left out), their Whisper
+states (the offset-corrected audio, and augmented copies: telephone, room, noise, level; or the clips sped up and
+slowed down as clips of their own, ``speed_clips``), and each frame's real inner-lip gap, z-scored within the clip
+over the frames whose lips were seen. The loss is the squared error on seen frames of random windows; one loop
+(``train.loop.fit``) with EMA, atomic checkpoints and ``--resume``. The head's gap units come from the same clips:
+the lip gap their captured motion draws on the standard face (its mean, and the mean of the clips' spreads).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from talkhead.audio.features import FeatureConfig
+from talkhead.audio.features import FeatureConfig, extract
 from talkhead.config import FPS
 from talkhead.errors import InputError
 from talkhead.motion.lipnet import LipHead, LipNet, LipNetConfig, drawn_gap
@@ -48,6 +48,9 @@ class LipNetTrainConfig:
     members: int = field(default=1, metadata={"help": "nets trained side by side, each on its own; the opening is "
                                                       "their mean"})
     augmented: int = field(default=0, metadata={"help": "augmented copies of each clip's audio", "flag": "--augment"})
+    speeds: tuple[float, ...] = field(default=(), metadata={
+        "help": "speed-perturbed copies of each real clip, as extra clips: its audio played this much faster (pitch "
+                "with it) and its lip gap resampled in time to match (e.g. 0.9,1.1)", "metavar": "S,..."})
     synthetic_share: float = field(default=0.5, metadata={"help": "share of each batch drawn from --synthetic's clips "
                                                                   "(their rig's lip gap as the target), if given"})
     corr_weight: float = field(default=0.0, metadata={"help": "weight of (1 - Pearson r) per window beside the squared "
@@ -87,29 +90,76 @@ def zscored(gap: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return np.where(seen, (g - mu) / sd, 0.0).astype(np.float32)
 
 
-def live_view(corpus: str | Path, rows: list[dict], wav_of, features: FeatureConfig = WHISPER) -> list[Tensor]:
-    """The Whisper rows a live session computes for each clip (``motion.train.live.live_rows``: one-frame blocks),
-    cached beside the corpus: a Whisper run per frame takes minutes for a corpus."""
-    import hashlib
+def _cached_rows(path: Path, rows: list[dict], compute) -> list[Tensor]:
+    """Per clip rows ``compute(row)`` [T, A], kept (float16) in one .npz at ``path``: a Whisper run per clip takes
+    minutes for a corpus, so it is done once, and what a run adds is written atomically."""
+    import io
 
-    from talkhead.motion.train.live import LiveConfig, live_rows
     from talkhead.util import atomic_write
 
-    cfg = LiveConfig()
-    key = hashlib.sha1(json.dumps([cfg.block, cfg.left, cfg.right, features.key()]).encode()).hexdigest()[:10]
-    path = Path(corpus) / "cache" / f"lipnet-live-{key}.npz"
     stored = dict(np.load(path)) if path.is_file() else {}
     missing = [r for r in rows if r["id"] not in stored]
     for r in missing:
-        stored[r["id"]] = live_rows(wav_of(r), features, cfg, 20).numpy().astype(np.float16)
+        stored[r["id"]] = np.asarray(compute(r), np.float32).astype(np.float16)
     if missing:
-        import io
-
         buf = io.BytesIO()
         np.savez(buf, **stored)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, buf.getvalue())
     return [torch.from_numpy(stored[r["id"]].astype(np.float32)) for r in rows]
+
+
+def _key(*parts) -> str:
+    import hashlib
+
+    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:10]
+
+
+def live_view(corpus: str | Path, rows: list[dict], wav_of, features: FeatureConfig = WHISPER) -> list[Tensor]:
+    """The Whisper rows a live session computes for each clip (``motion.train.live.live_rows``: one-frame blocks),
+    cached beside the corpus."""
+    from talkhead.motion.train.live import LiveConfig, live_rows
+
+    cfg = LiveConfig()
+    path = Path(corpus) / "cache" / f"lipnet-live-{_key(cfg.block, cfg.left, cfg.right, features.key())}.npz"
+    return _cached_rows(path, rows, lambda r: live_rows(wav_of(r), features, cfg, 20).numpy())
+
+
+def faster(wav: np.ndarray, speed: float) -> np.ndarray:
+    """``wav`` played ``speed`` times as fast (its pitch raised with it, as a tape sped up): about len / speed
+    samples. Speed perturbation: speakers who talk faster or slower, with higher or lower voices."""
+    from fractions import Fraction
+
+    from scipy.signal import resample_poly
+
+    q = Fraction(speed).limit_denominator(50)
+    return resample_poly(np.asarray(wav, np.float64), q.denominator, q.numerator).astype(np.float32)
+
+
+def speed_clips(corpus: str | Path, data: GapClips, speeds: tuple[float, ...],
+                features: FeatureConfig = WHISPER) -> GapClips:
+    """Each clip of ``data`` (its first feature row: the clip's own audio) at each speed: the audio sped up
+    (``faster``), its features computed (cached beside the corpus), and the z-scored gap resampled in time to
+    match; a frame is seen where both real frames around it were. Rows carry their "speed"."""
+    from talkhead.motion.data.talking import clip_arrays
+
+    out = GapClips([], [], [], [])
+    for s in speeds:
+        path = Path(corpus) / "cache" / f"lipnet-speed-{_key(s, features.key())}.npz"
+        wav = lambda r: faster(clip_arrays(corpus, r)["audio"].astype(np.float32) / 32767, s)
+        feats = _cached_rows(path, data.rows, lambda r: extract(wav(r), features).numpy())
+        for f, gap, seen, row in zip(feats, data.gap, data.seen, data.rows):
+            t = np.arange(min(len(f), int(len(gap) / s))) * s  # each new frame's time in the clip's frames
+            lo, hi = np.floor(t).astype(int), np.minimum(np.ceil(t).astype(int), len(gap) - 1)
+            ok = seen.numpy()[lo] & seen.numpy()[hi]
+            if ok.sum() < 10:
+                continue
+            g = np.interp(t, np.arange(len(gap)), gap.numpy())
+            out.feats.append([f[:len(t)]])
+            out.gap.append(torch.from_numpy(zscored(g, ok)))
+            out.seen.append(torch.from_numpy(ok))
+            out.rows.append({**row, "speed": s})
+    return out
 
 
 def _views(corpus: str | Path, clips, view: str) -> list[Tensor]:
@@ -141,15 +191,16 @@ def synthetic_gap_clips(corpus: str | Path, view: str = "offline", features: Fea
     return out
 
 
-def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int,
-              view: str = "offline", features: FeatureConfig = WHISPER) -> tuple[GapClips, tuple[float, float]]:
-    """The trainable clips of ``corpus`` not held out (features as ``view`` reads them), and the standard
-    face's gap units (mean, spread)."""
+def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int, view: str = "offline",
+              features: FeatureConfig = WHISPER, speeds: tuple[float, ...] = ()
+              ) -> tuple[GapClips, tuple[float, float]]:
+    """The trainable clips of ``corpus`` not held out (features as ``view`` reads them; with their copies at
+    ``speeds`` after them, ``speed_clips``), and the standard face's gap units (mean, spread)."""
     from talkhead.motion.data.talking import clip_arrays
     from talkhead.motion.data.windows import load_clips
 
-    if view == "live" and augmented:
-        raise InputError("--augment works on the offline view only: pass --augment 0 with --view live")
+    if view == "live" and (augmented or speeds):
+        raise InputError("--augment and --speeds work on the offline view only: leave them out with --view live")
     clips = load_clips(corpus, "train", features, augmented=augmented)
     keep = [i for i, r in enumerate(clips.rows) if r["person"] not in hold_out]
     if not keep:
@@ -173,7 +224,12 @@ def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int,
         drawn = drawn_gap(clips.motion[i][seen]).numpy()
         means.append(drawn.mean())
         spreads.append(drawn.std())
-    return out, (float(np.mean(means)), float(np.mean(spreads)))
+    units = float(np.mean(means)), float(np.mean(spreads))
+    if speeds:
+        sped = speed_clips(corpus, out, speeds, features)
+        out = GapClips(*(a + b for a, b in zip((out.feats, out.gap, out.seen, out.rows),
+                                                 (sped.feats, sped.gap, sped.seen, sped.rows))))
+    return out, units
 
 
 class GapObjective:
@@ -236,7 +292,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     if state.exists() and not resume:
         raise InputError(f"{state} holds a run; pass --resume to continue it or choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
-    data, (gap_mean, gap_std) = gap_clips(corpus, cfg.hold_out, cfg.augmented, cfg.view, hearing(cfg.taps))
+    data, (gap_mean, gap_std) = gap_clips(corpus, cfg.hold_out, cfg.augmented, cfg.view, hearing(cfg.taps), cfg.speeds)
     allf = torch.cat([f[0] for f in data.feats])
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
     torch.manual_seed(cfg.seed)

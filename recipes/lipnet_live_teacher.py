@@ -1,0 +1,90 @@
+"""The live lip net taught by the offline one (docs/lips.md, "The live net taught by the offline net"): the live net
+(one-frame Whisper blocks, one frame of look-ahead, 3 members, half of each batch synthetic) trained per fold of
+recipes/lips_folds.json with the synthetic half's target either the rig's lip gap (as shipped) or the opening the
+offline fold net (``runs/lipnet-x4b/foldK``, which never heard the fold's people) reads from the whole clip: real
+people's way of opening, on 20 minutes of speech no one filmed. Scored by the live net alone on the fold people's
+clips as a live session hears them, each by the fold net that never heard them (z-scored gap, best lag within +-8
+frames). Needs corpus/talking and corpus/synth (recipes/lipnet.sh makes them).
+
+    python recipes/lipnet_live_teacher.py rig teacher teacher-real rig:1 teacher-real:1   # 4-12 min each, 2 cores
+
+"teacher-real": the offline fold nets trained here on the real clips alone, so that they never heard the synthetic
+clips they label (the shipped recipe's fold nets learnt them: on them their opening is the rig's gap, r 0.99).
+
+Results: runs/lipnet-live-teacher/results.jsonl.
+"""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from lipnet_encoder import FOLDS, fold_result, person_r, run_settings
+from lipnet_encoder import train as offline_train
+
+from talkhead.motion.lipnet import LipNet, LipNetConfig, load_head
+from talkhead.motion.train.lipnet import (
+    GapClips,
+    GapObjective,
+    LipNetTrainConfig,
+    gap_clips,
+    hearing,
+    synthetic_gap_clips,
+    zscored,
+)
+from talkhead.train.loop import FitConfig, fit
+
+ROOT = Path("runs/lipnet-live-teacher")
+CFG = replace(LipNetTrainConfig(), members=3, view="live", ahead=1)
+
+
+def taught(syn: GapClips, syn_offline: GapClips, opening) -> GapClips:
+    """The synthetic clips with an offline net's ``opening`` (offline features [1, T, A] -> [1, T]) as their target
+    (z-scored per clip)."""
+    gaps = []
+    for f, seen in zip(syn_offline.feats, syn.seen):
+        with torch.no_grad():
+            z = opening(f[0][None])[0].numpy()[: len(seen)]
+        gaps.append(torch.from_numpy(zscored(z, seen.numpy()[: len(z)])))
+    return GapClips(syn.feats, gaps, [s[: len(g)] for s, g in zip(syn.seen, gaps)], syn.rows)
+
+
+def train(real: GapClips, syn: GapClips, hold: tuple[str, ...], seed: int = 0):
+    keep = [i for i, r in enumerate(real.rows) if r["person"] not in hold]
+    sub = GapClips(*([x[i] for i in keep] for x in (real.feats, real.gap, real.seen, real.rows)))
+    allf = torch.cat([f[0] for f in sub.feats])
+    mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
+    torch.manual_seed(seed)
+    net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=CFG.hidden, kernel=CFG.kernel, dropout=CFG.dropout,
+                              ahead=CFG.ahead, members=CFG.members))
+    fit_cfg = FitConfig(steps=CFG.iters, lr=CFG.lr, weight_decay=CFG.weight_decay, ema=CFG.ema, ema_warmup=True,
+                        seed=seed)
+    return fit(net, GapObjective(sub, mean, std, CFG, syn), fit_cfg, progress=False).module.eval(), mean, std
+
+
+def teacher(target: str, k: int, hold: tuple[str, ...]):
+    """The offline fold-k net as an opening: the shipped recipe's ("teacher": it learnt the synthetic clips too) or
+    one trained here on the real clips alone ("teacher-real": it never heard the clips it labels)."""
+    if target == "teacher":
+        return load_head(f"runs/lipnet-x4b/fold{k}/lips-whisper.safetensors").opening
+    real_offline, _ = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))
+    net, mean, std = offline_train(real_offline, hold)  # 3 members, no synthetic half
+    return lambda f: net((f - mean) / std)
+
+
+def folds(spec: str) -> dict:
+    """``spec``: the target, and ":SEED" for the live nets' seed (default 0)."""
+    target, seed = (spec.split(":") + ["0"])[:2]
+    real, _ = gap_clips("corpus/talking", (), 0, "live", hearing(()))
+    syn = synthetic_gap_clips("corpus/synth", "live", hearing(()))
+    syn_offline = synthetic_gap_clips("corpus/synth", "offline", hearing((2,))) if target != "rig" else None
+    r: dict[str, float] = {}
+    for k, hold in enumerate(FOLDS):
+        labelled = syn if syn_offline is None else taught(syn, syn_offline, teacher(target, k, tuple(hold)))
+        net = train(real, labelled, tuple(hold), int(seed))
+        r.update(person_r([net], [real], lambda p, h=hold: p in h))
+    return fold_result("synthetic target", spec, r)
+
+
+if __name__ == "__main__":
+    run_settings(ROOT, folds, sys.argv[1:])
