@@ -126,19 +126,20 @@ def measure_clips() -> GapClips:
     return out
 
 
-def train(data: GapClips, hold: tuple[str, ...], seed: int = 0, cfg: LipNetTrainConfig = CFG
-          ) -> tuple[LipNet, torch.Tensor, torch.Tensor]:
+def train(data: GapClips, hold: tuple[str, ...], seed: int = 0, cfg: LipNetTrainConfig = CFG,
+          synthetic: GapClips | None = None) -> tuple[LipNet, torch.Tensor, torch.Tensor]:
+    """A lip net (``cfg``'s shape, look-ahead and steps) on ``data`` less the people ``hold`` (and ``synthetic``'s
+    clips, ``cfg.synthetic_share`` of each batch, if given), with its feature normalisation."""
     keep = [i for i, r in enumerate(data.rows) if r["person"] not in hold]
-    sub = GapClips([data.feats[i] for i in keep], [data.gap[i] for i in keep], [data.seen[i] for i in keep],
-                   [data.rows[i] for i in keep])
+    sub = GapClips(*([x[i] for i in keep] for x in (data.feats, data.gap, data.seen, data.rows)))
     allf = torch.cat([f[0] for f in sub.feats])
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
     torch.manual_seed(seed)
     net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=cfg.hidden, kernel=cfg.kernel, dropout=cfg.dropout,
-                              members=cfg.members))
+                              ahead=cfg.ahead, members=cfg.members))
     fit_cfg = FitConfig(steps=cfg.iters, lr=cfg.lr, weight_decay=cfg.weight_decay, ema=cfg.ema, ema_warmup=True,
                         seed=seed)
-    result = fit(net, GapObjective(sub, mean, std, cfg), fit_cfg, progress=False)
+    result = fit(net, GapObjective(sub, mean, std, cfg, synthetic), fit_cfg, progress=False)
     return result.module.eval(), mean, std
 
 

@@ -19,20 +19,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from lipnet_encoder import FOLDS, fold_result, person_r, run_settings
-from lipnet_encoder import train as offline_train
+from lipnet_encoder import FOLDS, fold_result, person_r, run_settings, train
 
-from talkhead.motion.lipnet import LipNet, LipNetConfig, load_head
+from talkhead.motion.lipnet import load_head
 from talkhead.motion.train.lipnet import (
     GapClips,
-    GapObjective,
     LipNetTrainConfig,
     gap_clips,
     hearing,
     synthetic_gap_clips,
     zscored,
 )
-from talkhead.train.loop import FitConfig, fit
 
 ROOT = Path("runs/lipnet-live-teacher")
 CFG = replace(LipNetTrainConfig(), members=3, view="live", ahead=1)
@@ -49,26 +46,12 @@ def taught(syn: GapClips, syn_offline: GapClips, opening) -> GapClips:
     return GapClips(syn.feats, gaps, [s[: len(g)] for s, g in zip(syn.seen, gaps)], syn.rows)
 
 
-def train(real: GapClips, syn: GapClips, hold: tuple[str, ...], seed: int = 0):
-    keep = [i for i, r in enumerate(real.rows) if r["person"] not in hold]
-    sub = GapClips(*([x[i] for i in keep] for x in (real.feats, real.gap, real.seen, real.rows)))
-    allf = torch.cat([f[0] for f in sub.feats])
-    mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
-    torch.manual_seed(seed)
-    net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=CFG.hidden, kernel=CFG.kernel, dropout=CFG.dropout,
-                              ahead=CFG.ahead, members=CFG.members))
-    fit_cfg = FitConfig(steps=CFG.iters, lr=CFG.lr, weight_decay=CFG.weight_decay, ema=CFG.ema, ema_warmup=True,
-                        seed=seed)
-    return fit(net, GapObjective(sub, mean, std, CFG, syn), fit_cfg, progress=False).module.eval(), mean, std
-
-
-def teacher(target: str, k: int, hold: tuple[str, ...]):
+def teacher(target: str, k: int, hold: tuple[str, ...], real_offline: GapClips):
     """The offline fold-k net as an opening: the shipped recipe's ("teacher": it learnt the synthetic clips too) or
-    one trained here on the real clips alone ("teacher-real": it never heard the clips it labels)."""
+    one trained here on the real clips ``real_offline`` alone ("teacher-real": it never heard the clips it labels)."""
     if target == "teacher":
         return load_head(f"runs/lipnet-x4b/fold{k}/lips-whisper.safetensors").opening
-    real_offline, _ = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))
-    net, mean, std = offline_train(real_offline, hold)  # 3 members, no synthetic half
+    net, mean, std = train(real_offline, hold)  # 3 members, no synthetic half
     return lambda f: net((f - mean) / std)
 
 
@@ -78,10 +61,12 @@ def folds(spec: str) -> dict:
     real, _ = gap_clips("corpus/talking", (), 0, "live", hearing(()))
     syn = synthetic_gap_clips("corpus/synth", "live", hearing(()))
     syn_offline = synthetic_gap_clips("corpus/synth", "offline", hearing((2,))) if target != "rig" else None
+    real_offline = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))[0] if target == "teacher-real" else None
     r: dict[str, float] = {}
     for k, hold in enumerate(FOLDS):
-        labelled = syn if syn_offline is None else taught(syn, syn_offline, teacher(target, k, tuple(hold)))
-        net = train(real, labelled, tuple(hold), int(seed))
+        labelled = (syn if syn_offline is None
+                    else taught(syn, syn_offline, teacher(target, k, tuple(hold), real_offline)))
+        net = train(real, tuple(hold), int(seed), CFG, labelled)
         r.update(person_r([net], [real], lambda p, h=hold: p in h))
     return fold_result("synthetic target", spec, r)
 

@@ -21,7 +21,7 @@ import torch
 from lipnet_encoder import CFG, FOLDS, fold_result, person_r, run_settings, train
 
 from talkhead.audio.features import FeatureConfig
-from talkhead.motion.train.lipnet import gap_clips
+from talkhead.motion.train.lipnet import _by_length, _fit, gap_clips
 
 ROOT = Path("runs/lipnet-sweep")
 
@@ -62,7 +62,6 @@ class AuxObjective:
     multi-task net, the gap alone scored."""
 
     def __init__(self, data, aux, mean, std, cfg, weight: float) -> None:
-        from talkhead.motion.train.lipnet import _by_length
 
         self.data, self.aux, self.mean, self.std, self.cfg, self.weight = data, aux, mean, std, cfg, weight
         self.by_length = _by_length(data)
@@ -72,10 +71,9 @@ class AuxObjective:
         for c in torch.multinomial(self.by_length, self.cfg.batch, replacement=True, generator=gen).tolist():
             f = self.data.feats[c][0]
             t0 = int(torch.randint(max(1, len(f) - n + 1), (1,), generator=gen))
-            pad = lambda x: x if len(x) == n else torch.cat([x, x.new_zeros(n - len(x), *x.shape[1:])])  # noqa: E731
-            xs.append(pad(f[t0:t0 + n]))
-            ys.append(pad(torch.cat([self.data.gap[c][t0:t0 + n, None], self.aux[c][t0:t0 + n]], 1)))
-            ms.append(pad(self.data.seen[c][t0:t0 + n].float()))
+            xs.append(_fit(f[t0:t0 + n], n))
+            ys.append(_fit(torch.cat([self.data.gap[c][t0:t0 + n, None], self.aux[c][t0:t0 + n]], 1), n))
+            ms.append(_fit(self.data.seen[c][t0:t0 + n, None].float(), n)[:, 0])
         x, y, m = torch.stack(xs), torch.stack(ys).transpose(1, 2), torch.stack(ms)
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
