@@ -19,18 +19,19 @@ resumable() {  # resumable OUT CMD...: CMD --out OUT, resumed if it was stopped,
     "$@" --out "$out" "${resume[@]}"
 }
 
-folds_only() {  # folds_only DIR NAME CMD...: a run per fold of recipes/lips_folds.json (its people held out)
+folds_only() {  # folds_only DIR NAME CMD...: a run per fold of recipes/lips_folds.json (its people held out; "{fold}"
+    # in CMD becomes the fold's folder name, foldK)
     local dir=$1 name=$2; shift 2
     local folds k hold
     folds=$(python3 -c "import json; print(len(json.load(open('recipes/lips_folds.json'))['folds']))")
     for k in $(seq 0 $((folds - 1))); do
         hold=$(python3 -c "import json; print(','.join(json.load(open('recipes/lips_folds.json'))['folds'][$k]))")
-        resumable "$dir/fold$k/$name.safetensors" "$@" --hold-out "$hold"
+        resumable "$dir/fold$k/$name.safetensors" "${@//\{fold\}/fold$k}" --hold-out "$hold"
     done
 }
 
-each_fold() {  # each_fold DIR NAME CMD...: the fold runs, then one on all
+each_fold() {  # each_fold DIR NAME CMD...: the fold runs, then one on all ("{fold}" in CMD: all)
     folds_only "$@"
     local dir=$1 name=$2; shift 2
-    resumable "$dir/all/$name.safetensors" "$@"
+    resumable "$dir/all/$name.safetensors" "${@//\{fold\}/all}"
 }

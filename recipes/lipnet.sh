@@ -7,8 +7,8 @@
 # SHIP=1 copies the final offline net into the package (src/talkhead/models/lips/), SHIP_LIVE=1 the live one; BENCH
 # names the benchmark folder (default docs/bench/lipnet, and -live beside it). EXTRA4=corpus/extra4 learns from its
 # 14 people too. What ships (docs/lips.md): the offline net of `EXTRA4=corpus/extra4 SHIP=1 bash recipes/lipnet.sh
-# runs/lipnet-x4b`, the live net of `SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-23` (without corpus/extra4, the
-# live net followed lips less well).
+# runs/lipnet-x4b`, the live net of `EXTRA4=corpus/extra4 SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-t` (its
+# offline nets copied from runs/lipnet-x4b; the live net taught by lips-whisper-real since 2026-12-06).
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
@@ -27,13 +27,18 @@ nets() {  # nets NAME VIEW MODEL FLAGS...
     folds_only "$out" "$name" "${cmd[@]}"
     [ -f "$out/folds-$name/lips.json" ] ||  # done in a run that was stopped later
         lips "$out/folds-$name" --fold-names "$name" --fold-model "$model+$out/fold{fold}/{name}.safetensors" --models ""
-    resumable "$out/all/$name.safetensors" "${cmd[@]}" \
+    resumable "$out/all/$name.safetensors" "${cmd[@]//\{fold\}/all}" \
         --spread "$(python recipes/lipnet_spread.py "$out/folds-$name/lips.json" "$name")"
 }
 # It reads the encoder's second layer beside its output (docs/lips.md, "Inner layers of the speech encoder").
 nets lips-whisper offline student-4-whisper --taps 2
 # The live student's net: trained on the audio as a live session hears it (one-frame Whisper blocks, one frame ahead).
-nets lips-whisper-live live student-1-whisper-live --ahead 1
+# Its synthetic half's target is the opening an offline net reads from each whole clip, a net that learnt from the
+# real clips alone and so never heard those clips (docs/lips.md, "The live net taught by the offline net"); a fold's
+# live net is taught by the same fold's, which never heard the fold's people either.
+each_fold "$out" lips-whisper-real talkhead distill lipnet --real corpus/talking --iters "${ITERS:-1500}" --members 3 \
+    --threads 2 --quiet --taps 2
+nets lips-whisper-live live student-1-whisper-live --ahead 1 --teacher "$out/{fold}/lips-whisper-real.safetensors"
 [ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper.safetensors src/talkhead/models/lips/
 [ "${SHIP_LIVE:-0}" = 1 ] && cp "$out"/all/lips-whisper-live.safetensors src/talkhead/models/lips/
 lips "${BENCH:-docs/bench/lipnet}" --fold-names lips-whisper \

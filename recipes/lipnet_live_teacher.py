@@ -18,41 +18,22 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import torch
 from lipnet_encoder import FOLDS, fold_result, person_r, run_settings, train
 
-from talkhead.motion.lipnet import load_head
-from talkhead.motion.train.lipnet import (
-    GapClips,
-    LipNetTrainConfig,
-    gap_clips,
-    hearing,
-    synthetic_gap_clips,
-    zscored,
-)
+from talkhead.motion.lipnet import LipHead, load_head
+from talkhead.motion.train.lipnet import GapClips, LipNetTrainConfig, gap_clips, hearing, synthetic_gap_clips, taught
 
 ROOT = Path("runs/lipnet-live-teacher")
 CFG = replace(LipNetTrainConfig(), members=3, view="live", ahead=1)
 
 
-def taught(syn: GapClips, syn_offline: GapClips, opening) -> GapClips:
-    """The synthetic clips with an offline net's ``opening`` (offline features [1, T, A] -> [1, T]) as their target
-    (z-scored per clip)."""
-    gaps = []
-    for f, seen in zip(syn_offline.feats, syn.seen):
-        with torch.no_grad():
-            z = opening(f[0][None])[0].numpy()[: len(seen)]
-        gaps.append(torch.from_numpy(zscored(z, seen.numpy()[: len(z)])))
-    return GapClips(syn.feats, gaps, [s[: len(g)] for s, g in zip(syn.seen, gaps)], syn.rows)
-
-
-def teacher(target: str, k: int, hold: tuple[str, ...], real_offline: GapClips):
-    """The offline fold-k net as an opening: the shipped recipe's ("teacher": it learnt the synthetic clips too) or
-    one trained here on the real clips ``real_offline`` alone ("teacher-real": it never heard the clips it labels)."""
+def teacher(target: str, k: int, hold: tuple[str, ...], real_offline: GapClips) -> LipHead:
+    """The offline fold-k net: the shipped recipe's ("teacher": it learnt the synthetic clips too) or one trained
+    here on the real clips ``real_offline`` alone ("teacher-real": it never heard the clips it labels)."""
     if target == "teacher":
-        return load_head(f"runs/lipnet-x4b/fold{k}/lips-whisper.safetensors").opening
+        return load_head(f"runs/lipnet-x4b/fold{k}/lips-whisper.safetensors")
     net, mean, std = train(real_offline, hold)  # 3 members, no synthetic half
-    return lambda f: net((f - mean) / std)
+    return LipHead(net, hearing((2,)), mean, std, 0.0, 1.0)
 
 
 def folds(spec: str) -> dict:
@@ -60,12 +41,11 @@ def folds(spec: str) -> dict:
     target, seed = (spec.split(":") + ["0"])[:2]
     real, _ = gap_clips("corpus/talking", (), 0, "live", hearing(()))
     syn = synthetic_gap_clips("corpus/synth", "live", hearing(()))
-    syn_offline = synthetic_gap_clips("corpus/synth", "offline", hearing((2,))) if target != "rig" else None
     real_offline = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))[0] if target == "teacher-real" else None
     r: dict[str, float] = {}
     for k, hold in enumerate(FOLDS):
-        labelled = (syn if syn_offline is None
-                    else taught(syn, syn_offline, teacher(target, k, tuple(hold), real_offline)))
+        labelled = (syn if target == "rig"
+                    else taught(syn, "corpus/synth", teacher(target, k, tuple(hold), real_offline)))
         net = train(real, tuple(hold), int(seed), CFG, labelled)
         r.update(person_r([net], [real], lambda p, h=hold: p in h))
     return fold_result("synthetic target", spec, r)

@@ -9,7 +9,9 @@ Needs corpus/talking (recipes/lipnet.sh makes it).
 A setting is "none" (the settings above) or FIELD=VALUE of ``LipNetTrainConfig`` (several joined by "+");
 ``speeds`` adds sped copies of each clip (``speed_clips``); "pool=stack": the front end's two 50 Hz rows of a frame
 side by side, not averaged; "aux=W" first: a multi-task net, whose last layer also gives the clip's captured mouth
-channels (their share of the loss W; ``AuxObjective``). Results: runs/lipnet-sweep/results.jsonl.
+channels (their share of the loss W; ``AuxObjective``); "teacher=PATH+synthetic_share=0.5": a synthetic half
+(corpus/synth) labelled by the offline net PATH ("{fold}" in it: foldK, the fold's net; ``taught``).
+Results: runs/lipnet-sweep/results.jsonl.
 """
 
 import sys
@@ -21,7 +23,7 @@ import torch
 from lipnet_encoder import CFG, FOLDS, fold_result, person_r, run_settings, train
 
 from talkhead.audio.features import FeatureConfig
-from talkhead.motion.train.lipnet import _by_length, _fit, gap_clips
+from talkhead.motion.train.lipnet import _by_length, _fit, gap_clips, synthetic_gap_clips, taught
 
 ROOT = Path("runs/lipnet-sweep")
 
@@ -113,10 +115,12 @@ def folds(spec: str) -> dict:
     data, _ = gap_clips("corpus/talking", (), 0, "offline", features, cfg.speeds)
     own = [i for i, r in enumerate(data.rows) if "speed" not in r]
     scored = type(data)(*([x[i] for i in own] for x in (data.feats, data.gap, data.seen, data.rows)))
+    syn = synthetic_gap_clips("corpus/synth", "offline", features) if cfg.teacher else None
     r: dict[str, float] = {}
-    for hold in FOLDS:
+    for k, hold in enumerate(FOLDS):
+        labelled = taught(syn, "corpus/synth", cfg.teacher.replace("{fold}", f"fold{k}")) if syn else None
         net = (train_aux(data, mouth_targets(data), tuple(hold), cfg, weight) if weight else
-               train(data, tuple(hold), cfg.seed, cfg))  # a held-out person's sped copies are held out with them
+               train(data, tuple(hold), cfg.seed, cfg, labelled))  # a held-out person's sped copies are held out too
         r.update(person_r([net], [scored], lambda p, h=hold: p in h))
     return fold_result("setting", f"aux={weight:g}+{spec}" if weight else spec, r)
 

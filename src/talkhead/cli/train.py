@@ -164,6 +164,8 @@ def _cmd_lipnet(args: argparse.Namespace) -> None:
         raise InputError(f"--spread must be in [{MIN_SPREAD}, 1], got {cfg.spread:g}")
     if not all(0.5 <= v <= 2 for v in cfg.speeds):
         raise InputError(f"--speeds must each be in [0.5, 2], got {','.join(f'{v:g}' for v in cfg.speeds)}")
+    if cfg.teacher and not args.synthetic:
+        raise InputError("--teacher labels --synthetic's clips: name a synthetic corpus with --synthetic")
     if not all(1 <= t <= 4 for t in cfg.taps) or len(set(cfg.taps)) != len(cfg.taps):
         raise InputError(f"--taps names Whisper encoder layers 1 to 4, each once, got {','.join(map(str, cfg.taps))}")
     _said(train_lipnet(args.real, args.out, cfg, resume=args.resume, progress=not args.quiet, synthetic=args.synthetic))

@@ -174,3 +174,34 @@ def test_sped_copies_keep_the_lips_with_the_speech(talking_corpus, tmp_path, cap
     assert "--speeds" in capsys.readouterr().err
     with pytest.raises(InputError, match="--speeds"):
         gap_clips(talking_corpus, (), 0, "live", speeds=(1.1,))
+
+
+def test_a_teacher_net_labels_the_synthetic_clips(talking_corpus, tiny_corpus, tmp_path, capsys):
+    """``--teacher``: the synthetic half's target is the opening an offline lip net reads from each whole clip (here
+    a net that learnt the filmed clip only), computed from the clip's own audio, not the rig's lip gap."""
+    from talkhead.audio.features import extract
+    from talkhead.motion.data.windows import load_clips
+    from talkhead.motion.lipnet import drawn_gap
+    from talkhead.motion.train.lipnet import synthetic_gap_clips, taught
+
+    real = tmp_path / "real.safetensors"
+    train_lipnet(talking_corpus, real, LipNetTrainConfig(iters=40, batch=4, frames=32), progress=False)
+    syn = synthetic_gap_clips(tiny_corpus, "live")
+    labelled = taught(syn, tiny_corpus, real)
+    head, clips = load_head(real), load_clips(tiny_corpus, "train", WHISPER, keep_wav=True)
+    for i in range(2):
+        feats = extract(clips.wavs[i], WHISPER)[: len(clips.motion[i])]
+        opening = head.opening(feats[None])[0].detach().numpy()
+        _, r, _ = lagged_r(labelled.gap[i].numpy(), opening, labelled.seen[i].numpy(), 0)
+        _, r_rig, _ = lagged_r(labelled.gap[i].numpy(), drawn_gap(clips.motion[i]).numpy(), labelled.seen[i].numpy(), 0)
+        assert r > 0.999 and r_rig < 0.99, (r, r_rig)
+    assert labelled.feats is syn.feats  # the live net still hears the clips as a live session does
+    out = tmp_path / "live.safetensors"
+    args = ["distill", "lipnet", "--real", str(talking_corpus), "--out", str(out), "--iters", "3", "--batch", "4",
+            "--view", "live", "--ahead", "1", "--quiet", "--synthetic", str(tiny_corpus)]
+    assert main(args + ["--teacher", str(real)]) == 0
+    assert load_head(out).meta["train"]["config"]["teacher"] == str(real)
+    assert main(args[:-2] + ["--teacher", str(real)]) == 2
+    assert "--synthetic" in capsys.readouterr().err
+    assert main([*args[:5], str(tmp_path / "b.safetensors"), *args[6:], "--teacher", str(out)]) == 2
+    assert "offline lip net" in capsys.readouterr().err

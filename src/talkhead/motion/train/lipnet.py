@@ -3,9 +3,11 @@
 Data: the trainable clips of a ``data talking`` corpus (people named in ``hold_out`` left out), their Whisper
 states (the offset-corrected audio, and augmented copies: telephone, room, noise, level; or the clips sped up and
 slowed down as clips of their own, ``speed_clips``), and each frame's real inner-lip gap, z-scored within the clip
-over the frames whose lips were seen. The loss is the squared error on seen frames of random windows; one loop
-(``train.loop.fit``) with EMA, atomic checkpoints and ``--resume``. The head's gap units come from the same clips:
-the lip gap their captured motion draws on the standard face (its mean, and the mean of the clips' spreads).
+over the frames whose lips were seen; a synthetic corpus's clips may fill part of each batch, their target the gap
+their rig motion draws or the opening an offline lip net reads from them (``taught``). The loss is the squared
+error on seen frames of random windows; one loop (``train.loop.fit``) with EMA, atomic checkpoints and ``--resume``.
+The head's gap units come from the same clips: the lip gap their captured motion draws on the standard face (its
+mean, and the mean of the clips' spreads).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class LipNetTrainConfig:
                 "with it) and its lip gap resampled in time to match (e.g. 0.9,1.1)", "metavar": "S,..."})
     synthetic_share: float = field(default=0.5, metadata={"help": "share of each batch drawn from --synthetic's clips "
                                                                   "(their rig's lip gap as the target), if given"})
+    teacher: str = field(default="", metadata={"help": "an offline lip net (name or .safetensors) whose opening, read "
+                                                        "from each whole clip, is --synthetic's target in place of the "
+                                                        "rig's lip gap: real people's way of opening on speech no one "
+                                                        "filmed (docs/lips.md; a net that never heard those clips)"})
     corr_weight: float = field(default=0.0, metadata={"help": "weight of (1 - Pearson r) per window beside the squared "
                                                                 "error: r is what the lips are judged by"})
     ema: float = field(default=0.99, metadata={"help": "EMA decay of the saved weights"})
@@ -191,6 +197,31 @@ def synthetic_gap_clips(corpus: str | Path, view: str = "offline", features: Fea
     return out
 
 
+def offline_head(teacher: str | Path | LipHead) -> LipHead:
+    """``teacher`` loaded (if a name or path), refused if it is not an offline lip net."""
+    from talkhead.motion.lipnet import load_head
+
+    head = teacher if isinstance(teacher, LipHead) else load_head(teacher)
+    if (head.meta or {}).get("train", {}).get("config", {}).get("view", "offline") != "offline":
+        raise InputError(f"--teacher must be an offline lip net: {teacher} reads a live session's audio")
+    return head
+
+
+def taught(syn: GapClips, corpus: str | Path, teacher: str | Path | LipHead) -> GapClips:
+    """The synthetic clips ``syn`` of ``corpus`` with the opening the offline lip net ``teacher`` (a checkpoint or
+    a head) reads from each whole clip as their target (z-scored per clip). A teacher that learnt these very clips
+    (half of each batch of the shipped recipe) gives their rig's gap back (r 0.99) and teaches nothing: it should
+    learn from real clips."""
+    head = offline_head(teacher)
+    heard = synthetic_gap_clips(corpus, "offline", head.features)
+    gaps = []
+    with torch.no_grad():
+        for f, seen in zip(heard.feats, syn.seen):
+            z = head.opening(f[0][None])[0].numpy()[: len(seen)]
+            gaps.append(torch.from_numpy(zscored(z, seen.numpy()[: len(z)])))
+    return GapClips(syn.feats, gaps, [s[: len(g)] for s, g in zip(syn.seen, gaps)], syn.rows)
+
+
 def gap_clips(corpus: str | Path, hold_out: tuple[str, ...], augmented: int, view: str = "offline",
               features: FeatureConfig = WHISPER, speeds: tuple[float, ...] = ()
               ) -> tuple[GapClips, tuple[float, float]]:
@@ -292,6 +323,7 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     if state.exists() and not resume:
         raise InputError(f"{state} holds a run; pass --resume to continue it or choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
+    teacher = offline_head(cfg.teacher) if cfg.teacher else None  # refused before minutes of feature extraction
     data, (gap_mean, gap_std) = gap_clips(corpus, cfg.hold_out, cfg.augmented, cfg.view, hearing(cfg.taps), cfg.speeds)
     allf = torch.cat([f[0] for f in data.feats])
     mean, std = allf.mean(0), allf.std(0).clamp_min(1e-3)
@@ -299,7 +331,8 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
     net = LipNet(LipNetConfig(dim=allf.shape[1], hidden=cfg.hidden, kernel=cfg.kernel, dropout=cfg.dropout,
                               ahead=cfg.ahead, members=cfg.members))
     people = sorted({r["person"] for r in data.rows})
-    meta = {"train": {"corpus": str(corpus), "synthetic": str(synthetic) if synthetic else None, "people": people, "clips": [r["file"] for r in data.rows],
+    meta = {"train": {"corpus": str(corpus), "synthetic": str(synthetic) if synthetic else None, "people": people,
+                      "clips": [r["file"] for r in data.rows],
                       "minutes": round(sum(len(g) for g in data.gap) / FPS / 60, 2), "config": asdict(cfg)}}
     t0 = time.time()
 
@@ -309,7 +342,10 @@ def train_lipnet(corpus: str | Path, out: str | Path, cfg: LipNetTrainConfig = L
 
     fit_cfg = FitConfig(steps=cfg.iters, lr=cfg.lr, weight_decay=cfg.weight_decay, ema=cfg.ema, ema_warmup=True,
                         seed=cfg.seed, ckpt_every=500)
-    syn = synthetic_gap_clips(synthetic, cfg.view, hearing(cfg.taps)) if synthetic is not None and cfg.synthetic_share > 0 else None
+    syn = None
+    if synthetic is not None and cfg.synthetic_share > 0:
+        syn = synthetic_gap_clips(synthetic, cfg.view, hearing(cfg.taps))
+        syn = taught(syn, synthetic, teacher) if teacher else syn
     result = fit(net, GapObjective(data, mean, std, cfg, syn), fit_cfg, state, None, on_checkpoint, resume, "lipnet",
                  progress)
     report = {"out": str(out), "people": people, "steps": result.step, "seconds": round(time.time() - t0, 1),
