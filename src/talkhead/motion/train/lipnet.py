@@ -54,7 +54,8 @@ class LipNetTrainConfig:
         "help": "speed-perturbed copies of each real clip, as extra clips: its audio played this much faster (pitch "
                 "with it) and its lip gap resampled in time to match (e.g. 0.9,1.1)", "metavar": "S,..."})
     synthetic_share: float = field(default=0.5, metadata={"help": "share of each batch drawn from --synthetic's clips "
-                                                                  "(their rig's lip gap as the target), if given"})
+                                                                  "(their rig's lip gap, or --teacher's opening, as "
+                                                                  "the target), if given"})
     teacher: str = field(default="", metadata={"help": "an offline lip net (name or .safetensors) whose opening, read "
                                                         "from each whole clip, is --synthetic's target in place of the "
                                                         "rig's lip gap: real people's way of opening on speech no one "
