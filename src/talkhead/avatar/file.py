@@ -60,6 +60,7 @@ class Avatar:
     bank: dict | None = None  # the mouth bank: latent [N, L, h, w] (normalised), motion [N, 58], ends [N], jump,
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
     # decoder's group-norm statistics decoding it whole
+    refiner: object = None  # ``avatar.refine.Refiner`` (``avatar train --refine-steps``), or None
     _views: tuple | None = field(default=None, repr=False, compare=False)  # base_views(), once
     _lip: tuple | None = field(default=None, repr=False, compare=False)  # lip_range(), once
     _warp: object = field(default=None, repr=False, compare=False)  # structure()'s warp renderer, once
@@ -149,10 +150,12 @@ class Views(NamedTuple):
 
 
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,
-                videos: dict[str, Path], bank: dict | None = None, base_side: int | None = None) -> None:
+                videos: dict[str, Path], bank: dict | None = None, base_side: int | None = None,
+                refiner=None) -> None:
     """Write the ``.avatar`` (atomically): the engine, the geometry, the base frames read again from the video and,
-    with ``bank`` ({"jump": ..., "budget_mb": ...}), the mouth bank (``avatar.mouths``). Base frames whose longer side
-    is over ``base_side`` are made smaller (``scaled_base``)."""
+    with ``bank`` ({"jump": ..., "budget_mb": ...}), the mouth bank (``avatar.mouths``) and the ``refiner``
+    (``avatar.refine``) if given. Base frames whose longer side is over ``base_side`` are made smaller
+    (``scaled_base``)."""
     from talkhead.face.track import cut_frames
 
     ci, a, b = steadiest(data.clips, int(round(base_seconds * FPS)))
@@ -179,10 +182,15 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     })
     if bank is not None:
         tensors.update(bank_tensors(engine, data, bank.get("budget_mb")))
+    if refiner is not None:
+        from talkhead.avatar.refiner import refiner_tensors
+
+        tensors.update(refiner_tensors(refiner))
     own = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in own.items()}
     meta = {"kind": KIND, "version": VERSION, "side": data.side, "engine": own,
             "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},
-            "train": info, "bank": bank, "data": asdict(data.cfg)}
+            "train": info, "bank": bank, "data": asdict(data.cfg),
+            "refiner": None if refiner is None else {"width": refiner.width}}
     save_checkpoint(out, tensors, meta)
 
 
@@ -228,7 +236,22 @@ def _avatar_from(tensors: dict, meta: dict, path: Path) -> Avatar:
             bank["norms"] = tensors["bank.norms"].float()
     return Avatar(engine, side, tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
-                  base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank)
+                  base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank,
+                  _refiner(tensors, meta, path))
+
+
+def _refiner(tensors: dict, meta: dict, path: Path):
+    """The file's refiner, or None; one whose tensors are not what its width makes is a named error."""
+    from talkhead.avatar.refiner import refiner_from
+
+    want = meta.get("refiner")
+    if want is not None and (not isinstance(want, dict) or not isinstance(want.get("width"), int)
+                             or not 1 <= want["width"] <= 256 or "bank.latent" not in tensors):
+        raise InputError(f"{path}: its refiner's settings are not ones talkhead writes")
+    try:
+        return refiner_from(tensors, want)
+    except (RuntimeError, ValueError):
+        raise InputError(f"{path}: its refiner's weights do not fit its width ({want['width']})") from None
 
 
 MAX_SIDE, MAX_BASE, MAX_BANK = 1024, 3000, 100_000  # crop px, base frames (2 min), bank frames (over an hour)
@@ -281,5 +304,6 @@ def describe_avatar(path: str | Path) -> dict:
             "base": {"frames": len(a.base), "seconds": round(len(a.base) / FPS, 1),
                      "size": [int(a.base.shape[2]), int(a.base.shape[1])], "video": a.meta["base"]["video"],
                      "video_frames": a.meta["base"]["frames"]},
-            "bank": bank, "videos": train.get("report", {}),
+            "bank": bank, "refiner": None if a.refiner is None else {"width": a.refiner.width},
+            "videos": train.get("report", {}),
             "train_min": round(train.get("wall_s", {}).get("total_s", 0.0) / 60, 1)}

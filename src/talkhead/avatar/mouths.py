@@ -50,17 +50,19 @@ def distances(query: np.ndarray, bank: np.ndarray) -> np.ndarray:
     return np.maximum((q ** 2).sum(1)[:, None] + (b ** 2).sum(1)[None] - 2 * q @ b.T, 0.0)
 
 
-def neighbours(keys: np.ndarray, k: int, exclude: int, clip_of: np.ndarray | None = None) -> np.ndarray:
+def neighbours(keys: np.ndarray, k: int, exclude: int, clip_of: np.ndarray | None = None,
+               at: np.ndarray | None = None) -> np.ndarray:
     """Per frame of keys [N, D], its ``k`` nearest frames [N, k] at least ``exclude`` frames away (same clip)
-    or in another clip: training's references (a frame with fewer such frames also gets nearer ones)."""
+    or in another clip: training's references (a frame with fewer such frames also gets nearer ones). ``at``: each
+    frame's number in its clip, where the frames are not all of them (a mouth bank cut to its budget)."""
     n = len(keys)
     clip_of = np.zeros(n, int) if clip_of is None else np.asarray(clip_of)
     out = np.empty((n, k), np.int64)
-    idx = np.arange(n)
+    idx = np.arange(n) if at is None else np.asarray(at)
     for a in range(0, n, 512):  # [512, N] at a time: a 5-minute video has 7,500 frames
-        rows = idx[a:a + 512]
+        rows = np.arange(a, min(a + 512, n))
         d = distances(keys[rows], keys)
-        near = (np.abs(rows[:, None] - idx[None]) < exclude) & (clip_of[rows, None] == clip_of[None])
+        near = (np.abs(idx[rows, None] - idx[None]) < exclude) & (clip_of[rows, None] == clip_of[None])
         d[near] = np.inf
         out[a:a + 512] = np.argsort(d, 1)[:, :k]
     return out

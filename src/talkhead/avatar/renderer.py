@@ -47,7 +47,7 @@ class AvatarRenderer:
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
-                 start_memory: float | None = None, carry: float = 0.0) -> None:
+                 start_memory: float | None = None, carry: float = 0.0, refine: bool = True) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail
@@ -65,16 +65,11 @@ class AvatarRenderer:
         bank's mean mouth before it is moved to the drawn one (as the detail is); ``carry``: this share of each frame's
         start is the frame before it as drawn, moved to this frame's mouth (frames are then sampled one at a time).
         Both steady the moved mouth; the carry costs its lips least. The moves are off by default: the lips follow
-        the motion better, the mouth shimmers (docs/avatar.md)."""
+        the motion better, the mouth shimmers (docs/avatar.md). ``refine``: use the avatar's refiner if it has one
+        (``avatar.refiner``; the bank's detail is then not added)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
-        if detail is not None and not 0.0 <= detail < 1.0:
-            raise InputError(f"the detail memory must be in [0, 1), not {detail}")
-        if not 0.0 <= detail_gain <= 3.0:
-            raise InputError(f"the detail gain must be in [0, 3], not {detail_gain}")
-        self.gain = detail_gain
-        self.memory = detail if self.avatar.bank is not None and "detail" in self.avatar.bank else None
-        self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
+        self._detailing(detail, detail_gain, refine)
         self._moving(flow, move_start, start, start_memory, carry)
         a = self.avatar
         self.base = a.base if frames is None else frames
@@ -94,6 +89,17 @@ class AvatarRenderer:
         h, w = self.base.shape[1:3]
         self.size = (w, h)
 
+    def _detailing(self, detail: float | None, gain: float, refine: bool) -> None:
+        """What the drawn crop gets back of the person's real pixels: the refiner, else the bank's detail."""
+        if detail is not None and not 0.0 <= detail < 1.0:
+            raise InputError(f"the detail memory must be in [0, 1), not {detail}")
+        if not 0.0 <= gain <= 3.0:
+            raise InputError(f"the detail gain must be in [0, 3], not {gain}")
+        bank = self.avatar.bank
+        self.gain, self.refiner = gain, self.avatar.refiner if refine and bank is not None else None
+        self.memory = detail if bank is not None and "detail" in bank and self.refiner is None else None
+        self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
+
     def _moving(self, flow: bool, move_start: bool, start: int | None, start_memory: float | None,
                 carry: float) -> None:
         """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``); the bridge's start."""
@@ -109,7 +115,7 @@ class AvatarRenderer:
         self.move_start = move_start and self.avatar.bank is not None
         # The last frame drawn (its latent and its mouth's points); without a bank there is no moved start to carry.
         self.carry, self._last = carry if self.move_start else 0.0, None
-        if self.move_detail or self.move_start:
+        if self.move_detail or self.move_start or self.refiner is not None:
             from talkhead.avatar.flow import MouthFlow
 
             self.mouth = MouthFlow(self.avatar.crop_points, self.avatar.side)
@@ -117,6 +123,7 @@ class AvatarRenderer:
             self._mean_points = self.mouth.points(self.avatar.bank["motion"].mean(0, keepdims=True))[0]
         if self.move_detail:
             self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
+        self._real: dict[int, torch.Tensor] = {}  # bank frames' real crops (decoded + detail), the latest 64
 
     @property
     def frame_shape(self) -> tuple[int, int, int]:
@@ -137,7 +144,8 @@ class AvatarRenderer:
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
         chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
-        dst = self.mouth.points(drive) if self.move_start or self.move_detail else None  # the drawn mouth's points
+        moving = self.move_start or self.move_detail or self.refiner is not None
+        dst = self.mouth.points(drive) if moving else None  # the drawn mouth's points
         if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
             ref = self._moved_start(ref.float(), chosen, dst).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
@@ -146,6 +154,8 @@ class AvatarRenderer:
         if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
             for k, ring in enumerate(v.ring):
                 crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
+        if self.refiner is not None:
+            crops = self._refine(crops, chosen, dst, v)
         if self.memory is not None:
             crops = (self._add_moved_detail(crops, chosen, dst) if self.move_detail
                      else self._add_detail(crops, chosen))
@@ -220,6 +230,30 @@ class AvatarRenderer:
             averages.append(self._detail)
         moved = self.mouth.warp(torch.stack(averages), self._mean_points.expand(len(dst), -1, -1), dst)
         return crops + self.gain * moved.numpy()
+
+    def _refine(self, crops: np.ndarray, chosen: np.ndarray, dst: torch.Tensor, v: Views) -> np.ndarray:
+        """Crops (float) refined, within the decoded window, beside each bank frame's real crop moved to the drawn
+        mouth (``avatar.refiner``). The refiner sees each crop pasted into its base frame's own, as it learnt: the
+        person's real skin around the mouth."""
+        real = torch.stack([self._bank_real(int(i)) for i in chosen])
+        guide = self.mouth.warp(real, self._bank_points[torch.from_numpy(chosen)], dst).clamp(0, 255).numpy()
+        paste = v.paste[..., None]
+        crops = v.crops * (1 - paste) + crops * paste
+        (r0, r1, c0, c1), d = v.window, self.avatar.engine.vae.down
+        cut = (slice(None), slice(r0 * d, r1 * d), slice(c0 * d, c1 * d))
+        crops[cut] = self.refiner.apply(crops[cut], guide[cut])
+        return crops
+
+    def _bank_real(self, i: int) -> torch.Tensor:
+        """Bank frame ``i``'s real crop, float [S, S, 3]: its latent decoded and its detail added back."""
+        if i not in self._real:
+            if len(self._real) >= 64:
+                self._real.pop(next(iter(self._real)))
+            a = self.avatar
+            crop = a.engine.decode(a.bank["latent"][i:i + 1])[0].astype(np.float32)
+            crop += a.detail(i) if "detail" in a.bank else 0.0
+            self._real[i] = torch.from_numpy(np.clip(crop, 0, 255))
+        return self._real[i]
 
     def _canonical(self, i: int) -> torch.Tensor:
         """Bank frame ``i``'s detail moved to the bank's mean mouth (kept for the frames the bank plays next)."""
