@@ -64,6 +64,8 @@ def test_the_refined_avatar_draws_with_its_refiner_and_the_frame_outside_the_mas
 def test_the_refiner_brings_the_engines_crops_of_its_training_frames_nearer_the_real_ones(refined, tiny_avatar_cfg):
     av, d, (drawn, guides, real) = _pairs(refined, tiny_avatar_cfg)
     lower = d.paste > 0.5
+    assert drawn.dtype == guides.dtype == real.dtype == np.uint8
+    real = real.astype(np.float32)
     before = np.abs(drawn - real)[:, lower].mean()
     after = np.abs(av.refiner.apply(drawn, guides) - real)[:, lower].mean()
     assert after < 0.9 * before, (before, after)
