@@ -65,6 +65,7 @@ def test_the_refiner_brings_the_engines_crops_of_its_training_frames_nearer_the_
     av, d, (drawn, guides, real) = _pairs(refined, tiny_avatar_cfg)
     lower = d.paste > 0.5
     assert drawn.dtype == guides.dtype == real.dtype == np.uint8
+    assert len(real) == len(av.bank["motion"]) < sum(len(c["frames"]) for c in d.clips)  # the bank's frames only
     real = real.astype(np.float32)
     before = np.abs(drawn - real)[:, lower].mean()
     after = np.abs(av.refiner.apply(drawn, guides) - real)[:, lower].mean()
