@@ -40,6 +40,14 @@ def running(average: np.ndarray | torch.Tensor | None, x: np.ndarray | torch.Ten
     return x if average is None else memory * average + (1 - memory) * x
 
 
+def _keep_latest(store: dict, key: int, value, most: int = 64) -> None:
+    """``store[key] = value``, the oldest entry dropped past ``most``: per-bank-frame work kept for the frames the
+    bank plays next (it plays forward, and comes back to the same mouths)."""
+    if len(store) >= most:
+        store.pop(next(iter(store)))
+    store[key] = value
+
+
 class AvatarRenderer:
     """Motion [T, 58] -> frames of the avatar's base (or of given frames: ``reenact``), the lower face redrawn."""
 
@@ -235,7 +243,7 @@ class AvatarRenderer:
         """Crops (float) refined, within the decoded window, beside each bank frame's real crop moved to the drawn
         mouth (``avatar.refiner``). The refiner sees each crop pasted into its base frame's own, as it learnt: the
         person's real skin around the mouth."""
-        real = torch.stack([self._bank_real(int(i)) for i in chosen])
+        real = self._bank_real(chosen)
         guide = self.mouth.warp(real, self._bank_points[torch.from_numpy(chosen)], dst).clamp(0, 255).numpy()
         paste = v.paste[..., None]
         crops = v.crops * (1 - paste) + crops * paste
@@ -244,24 +252,25 @@ class AvatarRenderer:
         crops[cut] = self.refiner.apply(crops[cut], guide[cut])
         return crops
 
-    def _bank_real(self, i: int) -> torch.Tensor:
-        """Bank frame ``i``'s real crop, float [S, S, 3]: its latent decoded and its detail added back."""
-        if i not in self._real:
-            if len(self._real) >= 64:
-                self._real.pop(next(iter(self._real)))
-            a = self.avatar
-            crop = a.engine.decode(a.bank["latent"][i:i + 1])[0].astype(np.float32)
-            crop += a.detail(i) if "detail" in a.bank else 0.0
-            self._real[i] = torch.from_numpy(np.clip(crop, 0, 255))
-        return self._real[i]
+    def _bank_real(self, chosen: np.ndarray) -> torch.Tensor:
+        """The bank frames' real crops, float [B, S, S, 3]: their latents decoded (those not kept yet, in one batch)
+        and their detail added back."""
+        a, wanted = self.avatar, {int(i) for i in chosen}
+        got = {i: self._real[i] for i in wanted & self._real.keys()}  # before new ones push old ones out
+        new = sorted(wanted - got.keys())
+        if new:
+            decoded = a.engine.decode(a.bank["latent"][new]).astype(np.float32)
+            for i, crop in zip(new, decoded):
+                crop += a.detail(i) if "detail" in a.bank else 0.0
+                got[i] = torch.from_numpy(np.clip(crop, 0, 255))
+                _keep_latest(self._real, i, got[i])
+        return torch.stack([got[int(i)] for i in chosen])
 
     def _canonical(self, i: int) -> torch.Tensor:
         """Bank frame ``i``'s detail moved to the bank's mean mouth (kept for the frames the bank plays next)."""
         if i not in self._moved:
-            if len(self._moved) >= 64:
-                self._moved.pop(next(iter(self._moved)))
             d = torch.from_numpy(self.avatar.detail(i))[None]
-            self._moved[i] = self.mouth.warp(d, self._bank_points[i:i + 1], self._mean_points[None])[0]
+            _keep_latest(self._moved, i, self.mouth.warp(d, self._bank_points[i:i + 1], self._mean_points[None])[0])
         return self._moved[i]
 
     def frames(self, motion: np.ndarray, batch: int = 32) -> Iterator[np.ndarray]:
