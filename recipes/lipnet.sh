@@ -7,8 +7,9 @@
 # SHIP=1 copies the final offline net into the package (src/talkhead/models/lips/), SHIP_LIVE=1 the live one; BENCH
 # names the benchmark folder (default docs/bench/lipnet, and -live beside it). EXTRA4=corpus/extra4 learns from its
 # 14 people too. What ships (docs/lips.md): the offline net of `EXTRA4=corpus/extra4 SHIP=1 bash recipes/lipnet.sh
-# runs/lipnet-x4b`, the live net of `EXTRA4=corpus/extra4 SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-t` (its
-# offline nets copied from runs/lipnet-x4b; the live net taught by lips-whisper-real since 2026-12-06).
+# runs/lipnet-s01` (a tenth of each batch synthetic since 2026-12-06, evening), the live net of
+# `EXTRA4=corpus/extra4 SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-t` (the live net taught by lips-whisper-real
+# since 2026-12-06).
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
@@ -30,8 +31,10 @@ nets() {  # nets NAME VIEW MODEL FLAGS...
     resumable "$out/all/$name.safetensors" "${cmd[@]//\{fold\}/all}" \
         --spread "$(python recipes/lipnet_spread.py "$out/folds-$name/lips.json" "$name")"
 }
-# It reads the encoder's second layer beside its output (docs/lips.md, "Inner layers of the speech encoder").
-nets lips-whisper offline student-4-whisper --taps 2
+# It reads the encoder's second layer beside its output (docs/lips.md, "Inner layers of the speech encoder"); a tenth
+# of each batch is synthetic speech, enough to keep the lips of speech the project synthesises, where half followed
+# filmed people less well (docs/lips.md, "How much synthetic speech the offline net hears").
+nets lips-whisper offline student-4-whisper --taps 2 --synthetic-share 0.1
 # The live student's net: trained on the audio as a live session hears it (one-frame Whisper blocks, one frame ahead).
 # Its synthetic half's target is the opening an offline net reads from each whole clip, a net that learnt from the
 # real clips alone and so never heard those clips (docs/lips.md, "The live net taught by the offline net"); a fold's
