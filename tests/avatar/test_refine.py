@@ -45,6 +45,7 @@ def test_the_refined_avatar_draws_with_its_refiner_and_the_frame_outside_the_mas
     assert av.refiner is not None and describe_avatar(refined)["refiner"] == {"width": 32}
     work = refined.with_name(refined.name + ".work")
     assert (work / "refiner.safetensors").is_file() and not (work / "plain.avatar").exists()
+    assert "refiner_s" in av.meta["train"]["wall_s"]  # the file's record of training counts the refiner's stage
     motion = np.zeros((8, 58), np.float32)
     motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 8)
     on = np.stack(list(AvatarRenderer(av, 0).frames(motion)))

@@ -194,6 +194,16 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
     save_checkpoint(out, tensors, meta)
 
 
+def with_refiner(plain: str | Path, out: str | Path, refiner, train: dict) -> None:
+    """The avatar file ``plain`` (``save_avatar``'s, without a refiner) written again as ``out`` with ``refiner`` and
+    ``train`` as its training record: its bank is not encoded nor its base frames read again."""
+    from talkhead.avatar.refiner import refiner_tensors
+
+    tensors, meta = load_checkpoint(plain)
+    tensors.update(refiner_tensors(refiner))
+    save_checkpoint(out, tensors, {**meta, "train": train, "refiner": {"width": refiner.width}})
+
+
 def load_avatar(path: str | Path) -> Avatar:
     """Rebuild an ``Avatar`` from its file; a file of another kind or version is a named error."""
     path = Path(path)

@@ -268,23 +268,22 @@ def _bank_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, grid:
 
 def _refiner(work: Path, args: tuple, cfg: AvatarTrainConfig, progress: bool):
     """The refiner (``avatar.refine``), trained on the finished avatar's drawing of its own training frames, each from
-    its nearest bank frame ``bank_exclude`` frames away or more; kept in ``work/refiner.safetensors``."""
+    its nearest bank frame ``bank_exclude`` frames away or more; kept in ``work/refiner.safetensors``. The avatar
+    without it is ``work/plain.avatar``, which ``train_avatar`` writes again with it, its bank not encoded twice."""
     from talkhead.avatar.file import load_avatar, save_avatar
     from talkhead.avatar.refine import train_refiner, training_pairs
     from talkhead.avatar.refiner import Refiner, refiner_from, refiner_tensors
     from talkhead.checkpoint import load_checkpoint, save_checkpoint
 
-    path, d = work / "refiner.safetensors", args[1]
+    path, plain, d = work / "refiner.safetensors", work / "plain.avatar", args[1]
+    if not plain.exists():
+        save_avatar(plain, *args)
     if _done(path, cfg.refine_steps):
         tensors, meta = load_checkpoint(path)
         return refiner_from(tensors, meta["refiner"])
-    plain = work / "plain.avatar"  # the avatar without it: what the refiner learns to correct
-    save_avatar(plain, *args)
-    avatar = load_avatar(plain)
-    drawn, guides, real = training_pairs(avatar, d, cfg.bank_exclude, cfg.seed)
+    drawn, guides, real = training_pairs(load_avatar(plain), d, cfg.bank_exclude, cfg.seed)
     net: Refiner = train_refiner(drawn, guides, real, d.paste, cfg.refine_steps, work, cfg.seed, progress=progress)
     save_checkpoint(path, refiner_tensors(net), {"refiner": {"width": net.width}, "train": {"step": cfg.refine_steps}})
-    plain.unlink()
     return net
 
 
@@ -342,7 +341,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     chosen = work / f"student-{cfg.ship}.safetensors" if cfg.ship else teacher
     info = {"videos": [v.name for v in videos], "config": asdict(cfg), "report": d.report,
             "wall_s": clock.totals(), "engine": chosen.name}
-    from talkhead.avatar.file import save_avatar
+    from talkhead.avatar.file import save_avatar, with_refiner
     from talkhead.latent.engine import load_engine
 
     engine = load_engine(chosen)
@@ -352,9 +351,14 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     for c in d.clips:  # training's alone (0.6 GB for a phone's 2 min): saving needs the crops, not their contexts
         c.pop("context", None)
     args = (engine, d, cfg.base_seconds, info, {v.name: v for v in videos}, bank, cfg.base_side)
-    refiner = _refiner(work, args, cfg, progress) if cfg.refine_steps and bank else None
-    clock.lap("refiner_s")
-    save_avatar(out, *args, refiner=refiner)
-    info["wall_s"] = clock.totals()
+    if cfg.refine_steps and bank:
+        refiner = _refiner(work, args, cfg, progress)
+        clock.lap("refiner_s")
+        info["wall_s"] = clock.totals()
+        with_refiner(work / "plain.avatar", out, refiner, info)
+        (work / "plain.avatar").unlink()
+    else:
+        save_avatar(out, *args)
+        info["wall_s"] = clock.totals()
     atomic_write(work / "train.json", json.dumps(info, indent=1, default=str).encode())
     return info
