@@ -94,3 +94,19 @@ def test_an_avatar_file_whose_refiner_does_not_fit_its_width_is_refused(refined,
     save_checkpoint(tmp_path / "bad.avatar", tensors, meta)
     with pytest.raises(InputError, match="refiner"):
         load_avatar(tmp_path / "bad.avatar")
+
+
+def test_a_run_that_changes_the_bank_trains_the_refiner_again_and_one_that_does_not_keeps_it(
+        refined, tiny_avatar_cfg, talking_video, tmp_path):
+    from talkhead.avatar.train import train_avatar
+
+    av = load_avatar(refined)
+    weights = {k: v.clone() for k, v in av.refiner.state_dict().items()}
+    out = tmp_path / "again.avatar"
+    shutil.copytree(refined.with_name(refined.name + ".work"), out.with_name(out.name + ".work"))
+    same = replace(tiny_avatar_cfg, refine_steps=60, bank_mb=av.meta["bank"]["budget_mb"])
+    for cfg, kept in ((same, True), (replace(same, bank_mb=tiny_avatar_cfg.bank_mb), False)):
+        train_avatar([talking_video[0]], out, cfg, progress=False, log=lambda *a: None)
+        again = load_avatar(out)
+        assert all(torch.equal(weights[k], v) for k, v in again.refiner.state_dict().items()) == kept
+    assert len(again.bank["motion"]) > len(av.bank["motion"])  # the whole bank: the refiner learnt from its drawing

@@ -266,16 +266,32 @@ def _bank_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, grid:
     return path
 
 
-def _refiner(work: Path, args: tuple, cfg: AvatarTrainConfig, progress: bool):
+def _refiner_key(engine_files: list[Path], cfg: AvatarTrainConfig) -> str:
+    """What the refiner's files depend on beyond the inputs key: the engine's weights (a stage whose steps were raised
+    changes them) and the settings that choose the bank and the training pairs."""
+    kept = {k: getattr(cfg, k) for k in ("bank_mb", "bank_jump", "bank_exclude", "base_seconds", "base_side", "seed")}
+    h = hashlib.sha256(json.dumps(kept, sort_keys=True).encode())
+    for f in engine_files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _refiner(work: Path, args: tuple, cfg: AvatarTrainConfig, key: str, progress: bool):
     """The refiner (``avatar.refine``), trained on the finished avatar's drawing of its own training frames, each from
     its nearest bank frame ``bank_exclude`` frames away or more; kept in ``work/refiner.safetensors``. The avatar
-    without it is ``work/plain.avatar``, which ``train_avatar`` writes again with it, its bank not encoded twice."""
+    without it is ``work/plain.avatar``, which ``train_avatar`` writes again with it, its bank not encoded twice. Both
+    are made again when ``key`` (``_refiner_key``) is not the one they were made for."""
     from talkhead.avatar.file import load_avatar, save_avatar
     from talkhead.avatar.refine import train_refiner, training_pairs
     from talkhead.avatar.refiner import Refiner, refiner_from, refiner_tensors
     from talkhead.checkpoint import load_checkpoint, save_checkpoint
 
     path, plain, d = work / "refiner.safetensors", work / "plain.avatar", args[1]
+    stamp = work / "refiner.json"
+    if not stamp.exists() or json.loads(stamp.read_text())["key"] != key:  # another engine or bank: start again
+        for f in (plain, path, work / "refiner.state.pt"):
+            f.unlink(missing_ok=True)
+        atomic_write(stamp, json.dumps({"key": key}).encode())
     if not plain.exists():
         save_avatar(plain, *args)
     if _done(path, cfg.refine_steps):
@@ -352,7 +368,8 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
         c.pop("context", None)
     args = (engine, d, cfg.base_seconds, info, {v.name: v for v in videos}, bank, cfg.base_side)
     if cfg.refine_steps and bank:
-        refiner = _refiner(work, args, cfg, progress)
+        decoder = [work / "decoder.safetensors"] if cfg.critic > 0 else []
+        refiner = _refiner(work, args, cfg, _refiner_key([chosen, *decoder], cfg), progress)
         clock.lap("refiner_s")
         info["wall_s"] = clock.totals()
         with_refiner(work / "plain.avatar", out, refiner, info)
