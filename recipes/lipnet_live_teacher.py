@@ -7,6 +7,7 @@ clips as a live session hears them, each by the fold net that never heard them (
 frames). Needs corpus/talking and corpus/synth (recipes/lipnet.sh makes them).
 
     python recipes/lipnet_live_teacher.py rig teacher teacher-real rig:1 teacher-real:1   # 4-12 min each, 2 cores
+    python recipes/lipnet_live_teacher.py teacher-real:0:0.25   # a quarter of each batch synthetic (2026-12-06, evening)
 
 "teacher-real": the offline fold nets trained here on the real clips alone, so that they never heard the synthetic
 clips they label (the shipped recipe's fold nets learnt them: on them their opening is the rig's gap, r 0.99).
@@ -37,8 +38,9 @@ def teacher(target: str, k: int, hold: tuple[str, ...], real_offline: GapClips) 
 
 
 def folds(spec: str) -> dict:
-    """``spec``: the target, and ":SEED" for the live nets' seed (default 0)."""
-    target, seed = (spec.split(":") + ["0"])[:2]
+    """``spec``: the target, then ":SEED" for the live nets' seed (default 0) and ":SHARE" for the synthetic share of
+    each batch (default 0.5)."""
+    target, seed, share = (spec.split(":") + ["0", "0.5"][len(spec.split(":")) - 1:])[:3]
     real, _ = gap_clips("corpus/talking", (), 0, "live", hearing(()))
     syn = synthetic_gap_clips("corpus/synth", "live", hearing(()))
     real_offline = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))[0] if target == "teacher-real" else None
@@ -46,7 +48,7 @@ def folds(spec: str) -> dict:
     for k, hold in enumerate(FOLDS):
         labelled = (syn if target == "rig"
                     else taught(syn, "corpus/synth", teacher(target, k, tuple(hold), real_offline)))
-        net = train(real, tuple(hold), int(seed), CFG, labelled)
+        net = train(real, tuple(hold), int(seed), replace(CFG, synthetic_share=float(share)), labelled)
         r.update(person_r([net], [real], lambda p, h=hold: p in h))
     return fold_result("synthetic target", spec, r)
 
