@@ -9,7 +9,9 @@ for d in "$extra" "$extra2" "$extra4"; do [ -n "$d" ] && [ -d "$d" ] && videos+=
 people=recipes/talking_people.json
 # The lag taken as in sync stays the median of the clips before corpus/extra4 (0), whose lags would move it to 1
 # and with it every earlier clip's audio (docs/lips.md, "Fourteen more people to learn from").
-talkhead data talking "${videos[@]}" --out corpus/talking --people "$people" --sync-lag 0
+# Each clip keeps the lag found when the shipped nets learnt from it (recipes/talking_lags.json): the search that
+# finds it uses the shipped model and lip net, so a later search could move a clip's audio by a frame.
+talkhead data talking "${videos[@]}" --out corpus/talking --people "$people" --sync-lag 0 --lags recipes/talking_lags.json
 [ -f corpus/synth/manifest.jsonl ] || talkhead data synth --minutes 20 --out corpus/synth --seed 7 --voices wide
 
 resumable() {  # resumable OUT CMD...: CMD --out OUT, resumed if it was stopped, skipped if it finished

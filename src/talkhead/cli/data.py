@@ -105,9 +105,10 @@ def _cmd_data_video(args: argparse.Namespace) -> None:
 def _cmd_data_talking(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from talkhead.motion.data.talking import TalkingConfig, ingest, load_people
+    from talkhead.motion.data.talking import TalkingConfig, ingest, load_people, read_lags
 
     people, measure_only = load_people(args.people)
+    lags = read_lags(args.lags) if args.lags else None
     cfg = config_from_args(TalkingConfig, args)
     if not 0 <= cfg.max_offset <= 25:
         raise InputError(f"--max-offset must be 0..25 frames, got {cfg.max_offset}")
@@ -119,9 +120,11 @@ def _cmd_data_talking(args: argparse.Namespace) -> None:
         bar.total = total
         bar.update(done - bar.n)
 
-    report = ingest(args.videos, args.out, cfg, people, measure_only, say=tqdm.write, progress=progress)
+    report = ingest(args.videos, args.out, cfg, people, measure_only, say=tqdm.write, progress=progress, lags=lags)
     bar.close()
     print(f"{args.out}: {len(report['kept'])} videos kept, {len(report['skipped'])} skipped (see report.json)")
+    if report["lags_unused"]:
+        print(f"  --lags names {len(report['lags_unused'])} clips not in the corpus: {', '.join(report['lags_unused'][:5])}")
 
 
 def _cmd_data_faces(args: argparse.Namespace) -> None:
@@ -206,6 +209,9 @@ def _register_video_data(dsub: argparse._SubParsersAction) -> None:
     dt.add_argument("--people", default=None, help="JSON: {\"people\": {file stem: person}, \"measure_only\": "
                                                   "[file-name prefixes never learnt from]} (default: a person per file)")
     add_config_flags(dt, TalkingConfig, only=("max_offset", "occlusion", "sync_lag"))
+    dt.add_argument("--lags", default=None, help="JSON {\"lags\": {clip id: frames}} (a corpus's lags.json): these "
+                                                "clips' lags instead of the ones searched, so a corpus made again "
+                                                "holds the same audio")
     dt.add_argument("--quiet", action="store_true", help="no progress bar")
     add_video_limit(dt)
     dt.set_defaults(func=_cmd_data_talking)

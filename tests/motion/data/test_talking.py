@@ -114,6 +114,35 @@ def test_a_fixed_sync_lag_moves_the_audio_and_drops_only_moved_clips_features(ta
     assert set(np.load(mine / "cache" / "features-x.npz").files) == {"elsewhere"}
 
 
+def test_lags_from_a_file_replace_the_searched_ones_and_are_written_back(talking, tmp_path, capsys):
+    vids, corpus, people, _ = talking
+    mine = tmp_path / "corpus"
+    shutil.copytree(corpus, mine)
+    written = json.loads((mine / "lags.json").read_text())
+    before = _rows(mine)
+    assert written["lags"] == {r["id"]: r["speech_lag"] for r in before.values()}
+    late = before["c-late.mp4"]
+    lags = tmp_path / "lags.json"
+    lags.write_text(json.dumps({"lags": {late["id"]: 0, "no-such-clip": 1}}))
+    args = ["data", "talking", str(vids), "--out", str(mine), "--people", str(people), "--quiet", "--sync-lag", "0"]
+    assert main([*args, "--lags", str(lags)]) == 0
+    assert "no-such-clip" in capsys.readouterr().out  # a misspelt id is said, not ignored
+    rows = _rows(mine)
+    assert (rows["c-late.mp4"]["speech_lag"], rows["c-late.mp4"]["found_lag"]) == (0, late["speech_lag"])
+    c = clip_arrays(mine, rows["c-late.mp4"])
+    assert np.array_equal(c["audio"], c["audio_filmed"])  # the audio as filmed: the file said in sync
+    assert json.loads((mine / "lags.json").read_text())["lags"][late["id"]] == 0
+    assert rows["a-synced.mp4"]["speech_lag"] == before["a-synced.mp4"]["speech_lag"]  # not in the file: searched
+    assert main(args) == 0  # without the file, the lag searched comes back
+    assert _rows(mine)["c-late.mp4"]["offset_frames"] == late["speech_lag"]
+    for bad in ({"lags": {"x": 1.5}}, {"lags": {"x": 40}}, {"nolags": {}}):
+        lags.write_text(json.dumps(bad))
+        assert main([*args, "--lags", str(lags)]) == 2
+    assert main([*args, "--lags", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("lags file") == 4
+
+
 def test_lag_search_and_shift_agree():
     rng = np.random.default_rng(0)
     real = np.convolve(rng.normal(size=300), np.ones(5) / 5, "same")

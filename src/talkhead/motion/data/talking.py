@@ -13,7 +13,9 @@ late or early against real ones), which every clip shares: so the clip's offset 
 median lag of the corpus (on ../shared/data/talking the median was 0: the clips with a separate .wav
 lag 0 but one (+2); those with AAC in the file -2 to +4). The audio is shifted by it (``<id>/audio``, what training reads) and the lag, the offset and the correlations
 are recorded; the audio as filmed is kept beside it (``<id>/audio_filmed``, what a benchmark that does
-its own lag search reads).
+its own lag search reads). The lag searched depends on the shipped model and lip net of the day, so the lags
+used are written to ``lags.json`` and ``--lags`` takes them back: a corpus made again from the same videos then
+holds the same audio as the one a model learnt from (``recipes/talking_lags.json``).
 
 A clip is one shard ``shards/<content hash>.npz``, written atomically, so a killed run resumes after the
 last finished video, and a renamed copy of a video is not ingested twice. Each row names the person
@@ -180,10 +182,12 @@ def clip_id(path: Path) -> str:
 def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = TalkingConfig(),
            people: dict[str, str] | None = None, measure_only: tuple[str, ...] = (),
            say: Callable[[str], None] = print, progress: Callable[[int, int], None] | None = None,
-           frame_bar: bool = False) -> dict:
+           frame_bar: bool = False, lags: dict[str, int] | None = None) -> dict:
     """Every video as a clip in the corpus ``out`` (made or resumed); returns the report {kept, skipped}.
 
-    ``measure_only``: file-name prefixes whose clips are marked split "measure" (never trained on)."""
+    ``measure_only``: file-name prefixes whose clips are marked split "measure" (never trained on).
+    ``lags``: {clip id: lag} taken instead of the lags searched (``read_lags``), so a corpus made again holds the
+    audio of the one a model learnt from; ``OUT/lags.json`` records the lags used, in the form it reads."""
     from talkhead.motion.model import load_model
 
     paths = video_files(videos)
@@ -214,23 +218,29 @@ def ingest(videos: list[str | Path], out: str | Path, cfg: TalkingConfig = Talki
             progress(i + 1, len(paths))
     if not rows:
         raise InputError(f"none of the {len(paths)} videos could be used: " + "; ".join(s["why"] for s in skipped))
-    forget_cached(out / "cache", fresh + align_offsets(out, rows, cfg.sync_lag))  # each cache rewritten once
+    forget_cached(out / "cache", fresh + align_offsets(out, rows, cfg.sync_lag, lags))  # each cache rewritten once
     atomic_write(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
-    report = {"config": asdict(cfg), "kept": [r["file"] for r in rows], "skipped": skipped}
+    atomic_write(out / "lags.json", json.dumps({"sync_lag": rows[0]["median_lag"], "lags": {
+        r["id"]: r["speech_lag"] for r in sorted(rows, key=lambda r: r["id"])}}, indent=1).encode())
+    report = {"config": asdict(cfg), "kept": [r["file"] for r in rows], "skipped": skipped,
+              "lags_unused": sorted(set(lags or {}) - {r["id"] for r in rows})}  # a misspelt id shows here
     atomic_write(out / "report.json", json.dumps(report, indent=1).encode())
     return report
 
 
-def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> list[str]:
-    """Each clip's offset: its speech lag less ``sync_lag`` (default: the corpus' median lag); shards whose audio
-    was shifted by another offset are written again (atomically), the rows updated. Returns their ids, whose
-    cached features are stale."""
+def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None,
+                  lags: dict[str, int] | None = None) -> list[str]:
+    """Each clip's offset: its lag (``lags``' if given, else the one searched, kept as ``found_lag``) less
+    ``sync_lag`` (default: the corpus' median lag); shards whose row changed are written again (atomically), the
+    rows updated. Returns the ids whose audio moved, whose cached features are stale."""
     moved = []
-    lags = [r.get("speech_lag", r["offset_frames"]) for r in rows]
-    median = int(round(float(np.median(lags)))) if sync_lag is None else sync_lag
-    for r, lag in zip(rows, lags):
+    found = [r.get("found_lag", r.get("speech_lag", r["offset_frames"])) for r in rows]
+    used = [int((lags or {}).get(r["id"], f)) for r, f in zip(rows, found)]
+    median = int(round(float(np.median(used)))) if sync_lag is None else sync_lag
+    for r, lag, f in zip(rows, used, found):
         offset = lag - median
-        if offset == r["offset_frames"] and "speech_lag" in r:
+        now = dict(speech_lag=lag, found_lag=f, offset_frames=offset, median_lag=median)
+        if all(r.get(k) == v for k, v in now.items()):
             continue
         shard = out / r["shard"]
         with np.load(shard) as z:
@@ -238,13 +248,28 @@ def align_offsets(out: Path, rows: list[dict], sync_lag: int | None = None) -> l
         filmed = arrays["audio_filmed"]
         arrays["audio"] = shift_audio(filmed, offset)[: len(filmed)]
         keep = {k: v for k, v in r.items() if k not in ("person", "file", "split", "voice", "shard", "id")}
-        keep.update(speech_lag=lag, offset_frames=offset, median_lag=median)
+        keep.update(now)
         if "offset_r" in keep:  # written before the median was taken out
             keep["lag_r"] = keep.pop("offset_r")
         _write(shard, r["id"], keep, arrays)
-        r.update(speech_lag=lag, offset_frames=offset, median_lag=median)
-        moved.append(r["id"])
+        if offset != r["offset_frames"] or "speech_lag" not in r:
+            moved.append(r["id"])
+        r.update(now)
     return moved
+
+
+def read_lags(path: str | Path, max_lag: int = 25) -> dict[str, int]:
+    """A lags file (a corpus's ``lags.json``: {"lags": {clip id: frames}}) -> {clip id: lag}."""
+    try:
+        lags = json.loads(Path(path).read_text())["lags"]
+        out = {str(k): int(v) for k, v in lags.items() if float(v) == int(v)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"cannot read the lags file {path}: {e}") from None
+    bad = [k for k in lags if k not in out or abs(out[k]) > max_lag]
+    if bad:
+        raise InputError(f"the lags file {path}: {', '.join(bad[:5])}: a lag must be whole frames within "
+                         f"+-{max_lag}")
+    return out
 
 
 def forget_cached(cache: Path, ids: list[str]) -> None:
