@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pytest
 import websockets
 
 from talkhead.audio.io import load_audio
@@ -364,3 +365,16 @@ def test_the_server_sets_torch_threads_as_configured_and_refuses_a_negative_coun
         torch.set_num_threads(before)
     assert main(["serve", "--threads", "-1"]) == 2
     assert "--threads must be >= 0" in capsys.readouterr().err
+
+
+def test_the_server_serves_the_models_its_operator_names_beyond_the_shipped_ones():
+    """`serve --live-model MODEL+LIPS` (or a checkpoint path): the operator's choice, which a client's may not be."""
+    from talkhead.errors import InputError
+    from talkhead.motion.model import load_model
+    from talkhead.serve.app import ServeConfig, _Models, create_app
+
+    create_app(ServeConfig(threads=1, model=None, live_model="student-1-whisper-live+none"))  # refused before
+    models = _Models(None, load_model, "student-1-whisper-live+none")
+    assert models("student-1-whisper-live+none").lips is None
+    with pytest.raises(InputError, match="shipped model only"):
+        models("student-4-whisper+none")

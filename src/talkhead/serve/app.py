@@ -116,10 +116,12 @@ def create_app(cfg: ServeConfig = ServeConfig(), replica: str | None = None) -> 
 
 
 class _Models:
-    """Motion models by name, loaded once; the default one loaded and run before the first session."""
+    """Motion models by name, loaded once; the default one loaded and run before the first session. A client may
+    name a shipped model only; the server's own ``default`` and ``live`` may be any spec ``load`` takes (a
+    checkpoint path, ``MODEL+LIPS``), as `talkhead serve --model/--live-model` name them."""
 
     def __init__(self, default: str | None, load, live: str | None = None) -> None:
-        self.default, self.load, self.models = default, load, {}
+        self.default, self.live, self.load, self.models = default, live, load, {}
         from talkhead.audio.tts import synthesize
 
         ready = synthesize("Ready.", DEFAULT_VOICE).wav  # the first TTS call is paid here too
@@ -129,7 +131,7 @@ class _Models:
     def __call__(self, name: str | None):
         from talkhead.motion.model import shipped_models
 
-        if name is not None and name not in {p.stem for p in shipped_models()}:
+        if name is not None and name not in {self.default, self.live} | {p.stem for p in shipped_models()}:
             raise InputError(f"unknown model {str(name)[:64]!r}; a client may choose a shipped model only")
         key = name or self.default
         if key not in self.models:
