@@ -9,7 +9,8 @@
 # 14 people too. What ships (docs/lips.md): the offline net of `EXTRA4=corpus/extra4 SHIP=1 bash recipes/lipnet.sh
 # runs/lipnet-s01` (a tenth of each batch synthetic since 2026-12-06, evening), the live net of
 # `EXTRA4=corpus/extra4 SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-t` (the live net taught by lips-whisper-real
-# since 2026-12-06).
+# since 2026-12-06); lips-whisper-live-a2 (reading two frames ahead) by the live half of the same recipe with
+# `--ahead 2` in runs/lipnet-a2 (2026-12-06, night; there named lips-whisper-live).
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
@@ -42,18 +43,26 @@ nets lips-whisper offline student-4-whisper --taps 2 --synthetic-share 0.1
 each_fold "$out" lips-whisper-real talkhead distill lipnet --real corpus/talking --iters "${ITERS:-1500}" --members 3 \
     --threads 2 --quiet --taps 2
 nets lips-whisper-live live student-1-whisper-live --ahead 1 --teacher "$out/{fold}/lips-whisper-real.safetensors"
+# The same reading two frames ahead (opt-in, `serve --live-model student-1-whisper-live+lips-whisper-live-a2`): a live
+# window waits 40 ms more for them (docs/lips.md, "How far ahead the live net reads").
+nets lips-whisper-live-a2 live student-1-whisper-live --ahead 2 --teacher "$out/{fold}/lips-whisper-real.safetensors"
 [ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper.safetensors src/talkhead/models/lips/
-[ "${SHIP_LIVE:-0}" = 1 ] && cp "$out"/all/lips-whisper-live.safetensors src/talkhead/models/lips/
+[ "${SHIP_LIVE:-0}" = 1 ] && cp "$out"/all/lips-whisper-live{,-a2}.safetensors src/talkhead/models/lips/
 lips "${BENCH:-docs/bench/lipnet}" --fold-names lips-whisper \
     --fold-model "student-4-whisper+$out/fold{fold}/{name}.safetensors" \
     --models "student-4-whisper+none,student-4-whisper-lips+none,student-4-whisper+$out/all/lips-whisper.safetensors"
 lips "${BENCH:-docs/bench/lipnet}-live" --fold-names lips-whisper,lips-whisper-live \
     --fold-model "student-1-whisper-live+$out/fold{fold}/{name}.safetensors" \
     --models "student-1-whisper-live+none,student-1-whisper-live+$out/all/lips-whisper-live.safetensors"
+lips "${BENCH:-docs/bench/lipnet}-live-a2" --fold-names lips-whisper,lips-whisper-live-a2 \
+    --fold-model "student-1-whisper-live+$out/fold{fold}/{name}.safetensors" \
+    --models "student-1-whisper-live+none,student-1-whisper-live+$out/all/lips-whisper-live-a2.safetensors"
 # The 12 people of corpus/extra3 (docs/lips.md): a corpus of their own, so that their clips' lags never move the
 # median lag, and with it the trainable clips' audio; bench lips searches the lag on the audio as filmed.
 if [ -d corpus/extra3 ]; then
     talkhead data talking corpus/extra3 --out corpus/talking-x3 --people "$people"
     talkhead bench lips --videos corpus/extra3 --corpus corpus/talking-x3 --people "$people" \
         --out "${BENCH:-docs/bench/lipnet}-extra3" --models "student-4-whisper+none,student-4-whisper+$out/all/lips-whisper.safetensors,student-1-whisper-live+$out/all/lips-whisper-live.safetensors"
+    talkhead bench lips --videos corpus/extra3 --corpus corpus/talking-x3 --people "$people" \
+        --out "${BENCH:-docs/bench/lipnet}-extra3-live-a2" --models "student-1-whisper-live+$out/all/lips-whisper-live-a2.safetensors"
 fi

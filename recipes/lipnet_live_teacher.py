@@ -8,6 +8,7 @@ frames). Needs corpus/talking and corpus/synth (recipes/lipnet.sh makes them).
 
     python recipes/lipnet_live_teacher.py rig teacher teacher-real rig:1 teacher-real:1   # 4-12 min each, 2 cores
     python recipes/lipnet_live_teacher.py teacher-real:0:0.25   # a quarter of each batch synthetic (2026-12-06, evening)
+    python recipes/lipnet_live_teacher.py teacher-real:0:0.5:2 teacher-real:0:0.5:3   # 2 and 3 frames of look-ahead
 
 "teacher-real": the offline fold nets trained here on the real clips alone, so that they never heard the synthetic
 clips they label (the shipped recipe's fold nets learnt them: on them their opening is the rig's gap, r 0.99).
@@ -38,9 +39,9 @@ def teacher(target: str, k: int, hold: tuple[str, ...], real_offline: GapClips) 
 
 
 def folds(spec: str) -> dict:
-    """``spec``: the target, then ":SEED" for the live nets' seed (default 0) and ":SHARE" for the synthetic share of
-    each batch (default 0.5)."""
-    target, seed, share = (spec.split(":") + ["0", "0.5"][len(spec.split(":")) - 1:])[:3]
+    """``spec``: the target, then ":SEED" for the live nets' seed (default 0), ":SHARE" for the synthetic share of
+    each batch (default 0.5) and ":AHEAD" for the frames of look-ahead the live net reads (default 1)."""
+    target, seed, share, ahead = (spec.split(":") + ["0", "0.5", "1"][len(spec.split(":")) - 1:])[:4]
     real, _ = gap_clips("corpus/talking", (), 0, "live", hearing(()))
     syn = synthetic_gap_clips("corpus/synth", "live", hearing(()))
     real_offline = gap_clips("corpus/talking", (), 0, "offline", hearing((2,)))[0] if target == "teacher-real" else None
@@ -48,7 +49,7 @@ def folds(spec: str) -> dict:
     for k, hold in enumerate(FOLDS):
         labelled = (syn if target == "rig"
                     else taught(syn, "corpus/synth", teacher(target, k, tuple(hold), real_offline)))
-        net = train(real, tuple(hold), int(seed), replace(CFG, synthetic_share=float(share)), labelled)
+        net = train(real, tuple(hold), int(seed), replace(CFG, synthetic_share=float(share), ahead=int(ahead)), labelled)
         r.update(person_r([net], [real], lambda p, h=hold: p in h))
     return fold_result("synthetic target", spec, r)
 

@@ -63,10 +63,13 @@ LIVE_PRECISION = "int8"
 
 
 def live_hearing(model) -> Hearing:
-    """How a live student hears speech: the view it was fine-tuned on, its encoder in ``LIVE_PRECISION``."""
+    """How a live student hears speech: the view it was fine-tuned on, its encoder in ``LIVE_PRECISION``, and as
+    many frames of look-ahead as its lip net reads (a window waits for them, so that the net's last frames read
+    speech rather than the silence the window is padded with)."""
     v = model.meta["live"]
+    ahead = model.lips.net.cfg.ahead if model.lips is not None else 0
     return Hearing(block_s=v["block"] / FPS, context_s=v["left"] / FPS, right_s=v["right"] / FPS,
-                   lookahead=v["lookahead"], step=v["step"], window=v["window"], precision=LIVE_PRECISION)
+                   lookahead=max(v["lookahead"], ahead), step=v["step"], window=v["window"], precision=LIVE_PRECISION)
 
 
 def warm_up(model, wav: np.ndarray) -> None:

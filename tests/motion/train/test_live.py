@@ -75,3 +75,26 @@ def test_a_live_stream_puts_out_its_first_frame_three_frames_after_its_audio(spe
     assert first is not None and first <= 3  # block 1 + right 1 + look-ahead 1: 120 ms of audio
     rest = np.concatenate(list(stream.flush()))
     assert np.isfinite(rest).all()
+
+
+def _first_frame(model, wav) -> int | None:
+    stream = MotionStream(model, hearing=live_hearing(model), tail=idle_track(12, 0))
+    for i in range(0, len(wav), 640):
+        if sum(len(m) for m in stream.push(wav[i:i + 640])):
+            return i // 640 + 1
+    return None
+
+
+def test_a_live_stream_waits_for_the_speech_its_lip_net_reads_ahead(speech, live_student):
+    """A net that reads k frames past a frame gets them: the window waits, rather than the net reading the
+    silence a window is padded with."""
+    from dataclasses import replace
+
+    from talkhead.motion.lipnet import LipNet
+    from talkhead.motion.model import with_lips
+
+    model = with_lips(load(live_student[0]), "lips-whisper-live")
+    reads = lambda k: replace(model, lips=replace(model.lips, net=LipNet(replace(model.lips.net.cfg, ahead=k))))  # noqa: E731
+    assert [live_hearing(reads(k)).lookahead for k in (0, 1, 3)] == [1, 1, 3]  # never less than the student's view
+    first = {k: _first_frame(reads(k), speech[0]) for k in (1, 3)}
+    assert first[3] == first[1] + 2
