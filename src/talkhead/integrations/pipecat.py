@@ -108,7 +108,7 @@ class TalkheadVideoService(FrameProcessor):
                  live_model: str = LIVE_STUDENT, server_url: str | None = None, seed: int = 0,
                  sync_with_audio: bool = False, **kwargs) -> None:
         """``avatar``: a photo or ``.avatar`` path (None: the built-in photo); ``size``: a photo's drawn size
-        in pixels; ``model``/``live_model``: shipped model names or checkpoint paths (in-process);
+        in pixels; ``model``/``live_model``: shipped model names, checkpoint paths or ``MODEL+LIPS`` (in-process);
         ``server_url``: None renders in-process, ``http://HOST:PORT`` (``?token=T``) takes the frames of a
         running ``talkhead serve`` (its own models and size; ``avatar`` is uploaded to it); ``seed``: idle
         motion's seed; ``sync_with_audio``: set on every image, for a transport with

@@ -21,8 +21,10 @@ class ServeConfig:
     # Client audio's motion (a voice agent's TTS streaming in): the live student, first frame 4 frames after its
     # audio (talkhead.motion.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
     live_model: str | None = option(LIVE_STUDENT, "motion model for client audio (a live student: "
-                                    "talkhead distill live); 'none': the session's model over 0.2 s blocks (first "
-                                    "frame 0.6 s after its audio)", metavar="MODEL")
+                                    "talkhead distill live; MODEL+LIPS wears another lip net, e.g. "
+                                    "student-1-whisper-live+lips-whisper-live-a2: better lips, 40 ms later); "
+                                    "'none': the session's model over 0.2 s blocks (first frame 0.6 s after its "
+                                    "audio)", metavar="MODEL")
     size: int = option(LIVE_SIZE, "frame size in pixels (square)")
     jpeg_quality: int = 80
     max_message: int = 1 << 20
