@@ -29,11 +29,15 @@ from talkhead.util import atomic_write
 
 
 def latencies(live_model: str) -> dict[str, list[float]]:
-    """First chunk -> first frame (ms) for each recording, in 100 ms and 20 ms chunks, from a fresh server."""
+    """First chunk -> first frame (ms) for each recording, in 100 ms and 20 ms chunks, from a fresh server, and
+    the ticks of its speech that repeated a frame (``stalls_100``, ``stalls_20``)."""
     pcms = [(np.clip(load_audio(p), -1, 1) * 32767).astype("<i2").tobytes() for p in sorted(SPEECH.glob("*.wav"))]
     srv, server = serve_in_thread(ServeConfig(live_model=live_model, threads=1))
+    got: dict[str, list] = {"stalls_100": [], "stalls_20": []}
     try:
-        return {"100": asyncio.run(_audio_latency(server, pcms)), "20": asyncio.run(_audio_latency(server, pcms, 20))}
+        for ms in (100, 20):
+            got[str(ms)] = asyncio.run(_audio_latency(server, pcms, ms, got[f"stalls_{ms}"]))
+        return got
     finally:
         srv.should_exit = True
 
@@ -44,12 +48,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    got: dict[str, dict[str, list[float]]] = {s: {"100": [], "20": []} for s in args.specs}
+    got: dict[str, dict[str, list[float]]] = {s: {} for s in args.specs}
     for _ in range(args.rounds):
         for spec in args.specs:
             for k, v in latencies(spec).items():
-                got[spec][k] += v
+                got[spec].setdefault(k, []).extend(v)
     rows = [{"live_model": s, "first_frame_ms_100ms_chunks": _ms(v["100"]), "first_frame_ms_20ms_chunks": _ms(v["20"]),
+             "stalled_ticks_100ms_chunks": v["stalls_100"], "stalled_ticks_20ms_chunks": v["stalls_20"],
              "client_audio_lips": client_audio_lips(ServeConfig().model, s)} for s, v in got.items()]
     for r in rows:
         print(json.dumps(r))

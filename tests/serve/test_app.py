@@ -114,16 +114,20 @@ def test_client_audio_from_a_real_recording_drives_the_face(server):
     asyncio.run(go())
 
 
-def test_client_audio_starts_the_face_from_its_first_160_ms(server):
-    """The live student's first frame needs 3 frames of audio and is sent once the next exists, after 4 (the
-    old path needed 15): with only the first 160 ms of a recording sent and no audio_end, speech frames come."""
+def test_client_audio_starts_the_face_from_its_first_120_ms(server):
+    """The live student's first frame needs 3 frames of audio (its own, the next one its window reads, and the
+    encoder's right context) and is sent as soon as it is drawn (the old path needed 15, then 4): with the first
+    80 ms of a recording no speech frame comes, with 120 ms and no audio_end it does."""
     wav = load_audio(SPEECH / "arctic_a0009.wav")
     voiced = int(np.argmax(np.abs(wav) > 0.05))  # where the speech starts
-    pcm = (np.clip(wav[voiced: voiced + 4 * 640], -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = (np.clip(wav[voiced: voiced + 3 * 640], -1, 1) * 32767).astype("<i2").tobytes()
 
     async def go():
         ws, _ = await _open(server)
-        await ws.send(pcm)
+        await ws.send(pcm[:2 * 1280])
+        msgs = await _collect(ws, 1.5, until="speaking")
+        assert not any(isinstance(m, dict) and m["type"] == "speaking" for _, m in msgs)
+        await ws.send(pcm[2 * 1280:])
         msgs = await _collect(ws, 5.0, until="speaking")
         assert any(isinstance(m, dict) and m["type"] == "speaking" for _, m in msgs)
         await ws.close()

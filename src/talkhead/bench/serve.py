@@ -54,9 +54,15 @@ async def _until_speech(ws, t0: float) -> float:
             return time.perf_counter() - t0
 
 
-async def _until_done(ws) -> None:
+async def _until_done(ws) -> int:
+    """Read to the utterance's end; the number of its ticks that repeated a frame (no new speech frame in time)."""
+    heard, stalls = set(), 0
     while not (isinstance(m := await _recv(ws), dict) and m["type"] == "done"):
-        pass
+        if isinstance(m, tuple) and m[0] == "A":
+            heard.add(m[1])
+        elif isinstance(m, tuple) and m[0] == "V":
+            stalls += m[1] not in heard
+    return stalls
 
 
 async def _say_latency(server: str, repeats: int, voice: str | None = None, text: str = "Hello there.") -> list[float]:
@@ -76,9 +82,11 @@ async def _say_latency(server: str, repeats: int, voice: str | None = None, text
     return out
 
 
-async def _audio_latency(server: str, recordings: list[bytes], chunk_ms: int = 100) -> list[float]:
+async def _audio_latency(server: str, recordings: list[bytes], chunk_ms: int = 100,
+                         stalls: list[int] | None = None) -> list[float]:
     """Each recording (PCM16) sent as a microphone makes it, in ``chunk_ms`` pieces at their own pace (a voice
-    agent's TTS arrives in 20 ms frames): first chunk -> the first frame of its speech."""
+    agent's TTS arrives in 20 ms frames): first chunk -> the first frame of its speech. ``stalls`` gets, per
+    recording, how many ticks of its speech repeated a frame because the next was not drawn in time."""
     ws, out, size = await _session(server), [], chunk_ms * 32
     for pcm in recordings:
         await asyncio.sleep(0.3)
@@ -94,8 +102,10 @@ async def _audio_latency(server: str, recordings: list[bytes], chunk_ms: int = 1
 
         sender = asyncio.create_task(send())
         out.append(await _until_speech(ws, t0))
+        stalled = await _until_done(ws)
         await sender
-        await _until_done(ws)
+        if stalls is not None:
+            stalls.append(stalled)
     await ws.close()
     return out
 
@@ -281,8 +291,9 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
     try:
         say = asyncio.run(_say_latency(server, 5))
         piper = _piper_say(server)
-        audio = asyncio.run(_audio_latency(server, pcms))
-        audio_20 = asyncio.run(_audio_latency(server, pcms, chunk_ms=20))
+        stalls: dict[int, list[int]] = {100: [], 20: []}
+        audio = asyncio.run(_audio_latency(server, pcms, 100, stalls[100]))
+        audio_20 = asyncio.run(_audio_latency(server, pcms, 20, stalls[20]))
         interrupt = asyncio.run(_interrupt_latency(server, 5))
         long = asyncio.run(_long_session(server, seconds))
         concurrent = [asyncio.run(_concurrent(_settled(server), n, 10.0)) for n in range(1, max_sessions + 1)]
@@ -300,6 +311,8 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
     result = {"model": model or LIVE_MODEL, "size": size, "say_to_first_frame_ms": _ms(say),
               "first_audio_chunk_to_first_frame_ms": _ms(audio),
               "first_audio_chunk_to_first_frame_ms_20ms_chunks": _ms(audio_20),
+              # ticks of each recording's speech that showed a frame again (the next not drawn in time)
+              "client_audio_stalled_ticks": {"100ms_chunks": stalls[100], "20ms_chunks": stalls[20]},
               "interrupt_to_last_speech_ms": _ms(interrupt),
               "say_joe_to_first_frame_ms": piper,
               "client_audio_lips": client_audio_lips(cfg.model, cfg.live_model),

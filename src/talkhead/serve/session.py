@@ -307,11 +307,12 @@ class LiveSession:
             model, hearing = self.live_model, live_hearing(self.live_model)
         elif utt.wav is None:
             hearing = Hearing(block_s=self.block_s, context_s=self.block_s, lookahead=self.lookahead)
-        frames = stream(chunks, model, self.renderer, self.motion, batch=2, hearing=hearing, tail=self._shown)
-        # Each frame is held until the next exists, so the last one can say so. (Showing the first at once
-        # would gain 2 frames on live speech but stall the next: it waits for 2 more frames of audio.)
-        # A say's frame goes at once where its speech is known to go on past it: its next frame is a
-        # render away, not an audio chunk away.
+        # Client audio is drawn a frame at a time: in pairs, its even frames waited a frame of audio for the odd.
+        batch = 2 if utt.wav is not None or utt.sentences else 1
+        frames = stream(chunks, model, self.renderer, self.motion, batch=batch, hearing=hearing, tail=self._shown)
+        # A frame goes at once where its speech is known to go on past it (a say's length, or client audio
+        # already heard past it: the window's look-ahead hears that); otherwise it is held until the next exists,
+        # so the last one can say so.
         pending, first = None, True
         for f in frames:
             if first:  # speech is ready: the idle frames drawn ahead are not shown, it starts at once
@@ -332,8 +333,9 @@ class LiveSession:
 
     @staticmethod
     def _goes_on(utt: _Utterance, index: int) -> bool:
-        """Whether a say's speech is known to last past frame ``index`` (client audio: not known)."""
-        known = len(utt.wav) if utt.wav is not None else utt.taken if utt.sentences else 0
+        """Whether the utterance's speech is known to last past frame ``index``: all of a say, what was synthesised
+        of one spoken in sentences, or the client audio taken so far."""
+        known = len(utt.wav) if utt.wav is not None else utt.taken
         return known > (index + 1) * HOP
 
     def _client_chunks(self, utt: _Utterance) -> Iterator[np.ndarray]:
