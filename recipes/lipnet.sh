@@ -9,8 +9,9 @@
 # 14 people too. What ships (docs/lips.md): the offline net of `EXTRA4=corpus/extra4 SHIP=1 bash recipes/lipnet.sh
 # runs/lipnet-s01` (a tenth of each batch synthetic since 2026-12-06, evening), the live net of
 # `EXTRA4=corpus/extra4 SHIP_LIVE=1 bash recipes/lipnet.sh runs/lipnet-t` (the live net taught by lips-whisper-real
-# since 2026-12-06); lips-whisper-live-a2 (reading two frames ahead) by the live half of the same recipe with
-# `--ahead 2` in runs/lipnet-a2 (2026-12-06, night; there named lips-whisper-live).
+# since 2026-12-06; opt-in since that night); lips-whisper-live-a2 (reading two frames ahead, what the live student
+# wears since 2026-12-06, late) by the live half of the same recipe with `--ahead 2` in runs/lipnet-a2 (2026-12-06,
+# night; there named lips-whisper-live).
 set -euo pipefail
 out=${1:-runs/lipnet}
 source "$(dirname "$0")/_talking.sh"
@@ -43,8 +44,8 @@ nets lips-whisper offline student-4-whisper --taps 2 --synthetic-share 0.1
 each_fold "$out" lips-whisper-real talkhead distill lipnet --real corpus/talking --iters "${ITERS:-1500}" --members 3 \
     --threads 2 --quiet --taps 2
 nets lips-whisper-live live student-1-whisper-live --ahead 1 --teacher "$out/{fold}/lips-whisper-real.safetensors"
-# The same reading two frames ahead (opt-in, `serve --live-model student-1-whisper-live+lips-whisper-live-a2`): a live
-# window waits 40 ms more for them (docs/lips.md, "How far ahead the live net reads").
+# The same reading two frames ahead (the live student's default): a live window waits 40 ms more for them (docs/lips.md,
+# "How far ahead the live net reads" and "A live frame sent as soon as it is drawn").
 nets lips-whisper-live-a2 live student-1-whisper-live --ahead 2 --teacher "$out/{fold}/lips-whisper-real.safetensors"
 [ "${SHIP:-0}" = 1 ] && cp "$out"/all/lips-whisper.safetensors src/talkhead/models/lips/
 [ "${SHIP_LIVE:-0}" = 1 ] && cp "$out"/all/lips-whisper-live{,-a2}.safetensors src/talkhead/models/lips/

@@ -123,14 +123,14 @@ def test_the_shipped_lip_net_is_worn_by_default_and_names_whom_it_learnt_from():
     measure_only = tuple(json.loads((ROOT / "recipes" / "talking_people.json").read_text())["measure_only"])
     assert len(people) >= 10 and not any(c.startswith(measure_only) for c in model.lips.meta["train"]["clips"])
     assert load_model("student-4-whisper+none").lips is None and load(default_model_name()).lips is None
-    live = load_model("student-1-whisper-live").lips  # the live student wears the net trained on live audio
-    assert live.net.cfg.ahead == 1 and live.meta["train"]["config"]["view"] == "live"
-    # The opt-in live net reading two frames ahead: a live session's windows wait for them.
+    live = load_model("student-1-whisper-live").lips  # the live student wears the net trained on live audio,
+    assert live.net.cfg.ahead == 2 and live.meta["train"]["config"]["view"] == "live"  # reading 2 frames ahead
+    # The opt-in live net reading one frame ahead: a live session's windows wait for as many as its net reads.
     from talkhead.serve.session import live_hearing
 
-    far = load_model("student-1-whisper-live+lips-whisper-live-a2")
-    assert far.lips.net.cfg.ahead == 2 and far.lips.meta["train"]["config"]["view"] == "live"
-    assert live_hearing(far).lookahead == 2 and live_hearing(load_model("student-1-whisper-live")).lookahead == 1
+    near = load_model("student-1-whisper-live+lips-whisper-live")
+    assert near.lips.net.cfg.ahead == 1 and near.lips.meta["train"]["config"]["view"] == "live"
+    assert live_hearing(near).lookahead == 1 and live_hearing(load_model("student-1-whisper-live")).lookahead == 2
     # Silence: lips shut; speech: they open and close with it.
     quiet = motion_from_audio(model, np.zeros(16_000 * 3, np.float32), MotionConfig(seed=1))
     # (The net reading layer 2 rests the jaw at 0.075 in digital silence, 0.006 before; docs/lips.md.)

@@ -114,20 +114,28 @@ def test_client_audio_from_a_real_recording_drives_the_face(server):
     asyncio.run(go())
 
 
-def test_client_audio_starts_the_face_from_its_first_120_ms(server):
-    """The live student's first frame needs 3 frames of audio (its own, the next one its window reads, and the
-    encoder's right context) and is sent as soon as it is drawn (the old path needed 15, then 4): with the first
-    80 ms of a recording no speech frame comes, with 120 ms and no audio_end it does."""
+def test_client_audio_starts_the_face_as_soon_as_its_window_has_heard_enough(server):
+    """The live student's first frame needs its own 40 ms of audio, the frames its window reads ahead and the
+    encoder's right context (4 frames with the shipped nets; the old path needed 15), and is sent as soon as it is
+    drawn (it used to wait for the next frame): with a frame less no speech frame comes, with them and no
+    audio_end it does."""
+    from talkhead.config import FPS, LIVE_STUDENT
+    from talkhead.motion.model import load_model
+    from talkhead.serve.session import live_hearing
+
+    hearing = live_hearing(load_model(LIVE_STUDENT))
+    need = 1 + hearing.lookahead + round(hearing.right_s * FPS)
+    assert need == 4
     wav = load_audio(SPEECH / "arctic_a0009.wav")
     voiced = int(np.argmax(np.abs(wav) > 0.05))  # where the speech starts
-    pcm = (np.clip(wav[voiced: voiced + 3 * 640], -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = (np.clip(wav[voiced: voiced + need * 640], -1, 1) * 32767).astype("<i2").tobytes()
 
     async def go():
         ws, _ = await _open(server)
-        await ws.send(pcm[:2 * 1280])
+        await ws.send(pcm[:-1280])
         msgs = await _collect(ws, 1.5, until="speaking")
         assert not any(isinstance(m, dict) and m["type"] == "speaking" for _, m in msgs)
-        await ws.send(pcm[2 * 1280:])
+        await ws.send(pcm[-1280:])
         msgs = await _collect(ws, 5.0, until="speaking")
         assert any(isinstance(m, dict) and m["type"] == "speaking" for _, m in msgs)
         await ws.close()

@@ -39,7 +39,9 @@ LIPS_DIR = MODELS_DIR / "lips"
 DEFAULT = "lips-whisper"  # the shipped head that whisper motion models wear unless told otherwise
 MIN_SPREAD = 0.25  # a head whose opening would be widened more than 4x is a crafted file, not a measurement
 MAX_MEMBERS = 16  # an ensemble larger than this is a crafted file, not a lip net
-DEFAULT_LIVE = "lips-whisper-live"  # the one a live student wears: trained on live speech's view of the audio
+# The one a live student wears: trained on live speech's view of the audio, reading 2 frames ahead (since
+# 2026-12-06, night; ``lips-whisper-live`` reads 1, its first frame 40 ms sooner, lips further from filmed people's).
+DEFAULT_LIVE = "lips-whisper-live-a2"
 
 
 @dataclass(frozen=True)

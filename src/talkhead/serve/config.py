@@ -22,7 +22,8 @@ class ServeConfig:
     # audio (talkhead.motion.train.live). None: the session's model over 0.2 s blocks, 15 frames after its audio.
     live_model: str | None = option(LIVE_STUDENT, "motion model for client audio (a live student: "
                                     "talkhead distill live; MODEL+LIPS wears another lip net, e.g. "
-                                    "student-1-whisper-live+lips-whisper-live-a2: better lips, 40 ms later); "
+                                    "student-1-whisper-live+lips-whisper-live: 40 ms sooner, lips further from "
+                                    "filmed people's); "
                                     "'none': the session's model over 0.2 s blocks (first frame 0.6 s after its "
                                     "audio)", metavar="MODEL")
     size: int = option(LIVE_SIZE, "frame size in pixels (square)")
