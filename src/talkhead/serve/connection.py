@@ -19,6 +19,11 @@ from talkhead.config import DEFAULT_VOICE, FPS
 from talkhead.errors import InputError
 from talkhead.serve.session import LiveSession
 
+# An utterance's second frame is due this much later than one frame after its first. Client audio's first frame goes
+# as soon as it is drawn, and the next is drawn when the next 40 ms of audio have come and been drawn as long: on the
+# clock a frame later it is a coin toss whether it is there, and a tick without it shows a frame again (a stall).
+START_SLACK_S = 0.01
+
 
 class Sink(Protocol):
     """How one transport delivers what the session makes."""
@@ -193,6 +198,7 @@ class Connection:
             if out is not None and out.utterance is not None:
                 if self.speaking != out.utterance:
                     self.speaking = self.last_spoken = out.utterance
+                    due += START_SLACK_S
                     await self.sink.event({"type": "speaking", "utterance": out.utterance, "frame": self.frame})
                 await self.sink.audio(self.frame, out.audio)
             await self.sink.frame(self.frame, None if out is None else out.image)
