@@ -17,6 +17,7 @@ import json
 import os
 import struct
 import time
+import urllib.request
 from dataclasses import asdict
 from pathlib import Path
 
@@ -102,10 +103,8 @@ async def _audio_latency(server: str, recordings: list[bytes], chunk_ms: int = 1
 
         sender = asyncio.create_task(send())
         out.append(await _until_speech(ws, t0))
-        stalled = await _until_done(ws)
+        (stalls if stalls is not None else []).append(await _until_done(ws))
         await sender
-        if stalls is not None:
-            stalls.append(stalled)
     await ws.close()
     return out
 
@@ -131,8 +130,7 @@ async def _long_session(server: str, seconds: float) -> dict:
     gaps = np.diff(arrivals) * 1000
     offsets = [abs(audio_at[i] - video_at[i]) * 1000 for i in audio_at if i in video_at]
     return {"frames": len(arrivals), "fps": round(len(arrivals) / seconds, 2), "repeated_frames": repeats,
-            "interval_ms_p50": round(float(np.percentile(gaps, 50)), 2),
-            "interval_ms_p95": round(float(np.percentile(gaps, 95)), 2),
+            **{f"interval_ms_p{q}": round(float(np.percentile(gaps, q)), 2) for q in (50, 95)},
             "interval_ms_max": round(float(gaps.max()), 2),
             "av_offset_ms_p95": round(float(np.percentile(offsets, 95)), 2) if offsets else None}
 
@@ -172,8 +170,6 @@ async def _stream_audio(ws, pcm: bytes, seconds: float, chunk_ms: int = 20) -> N
 def _settled(server: str, seconds: float = SETTLE_S, timeout: float = 30.0) -> str:
     """``server`` once the sessions of the last measurement are gone and ``seconds`` more have passed, so that
     a measurement does not start in the tail of an overloaded one (client audio at 4 sessions queues work)."""
-    import urllib.request
-
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         with urllib.request.urlopen(f"http://{server}/v1/status", timeout=5) as r:
@@ -311,7 +307,6 @@ def run_serve_bench(out: str | Path, seconds: float = 60.0, max_sessions: int = 
     result = {"model": model or LIVE_MODEL, "size": size, "say_to_first_frame_ms": _ms(say),
               "first_audio_chunk_to_first_frame_ms": _ms(audio),
               "first_audio_chunk_to_first_frame_ms_20ms_chunks": _ms(audio_20),
-              # ticks of each recording's speech that showed a frame again (the next not drawn in time)
               "client_audio_stalled_ticks": {"100ms_chunks": stalls[100], "20ms_chunks": stalls[20]},
               "interrupt_to_last_speech_ms": _ms(interrupt),
               "say_joe_to_first_frame_ms": piper,
@@ -394,8 +389,7 @@ def _plot(result: dict, path: Path) -> None:
     a.set_title("latency", fontsize=9)
     c = result["concurrent"]
     b.plot([r["sessions"] for r in c], [r["new_fps_min"] for r in c], "o-", label="say: slowest session, new frames/s")
-    ca = result.get("concurrent_client_audio") or []
-    if ca:
+    if ca := result.get("concurrent_client_audio"):
         b.plot([r["sessions"] for r in ca], [r["new_fps_min"] for r in ca], "s-", label="client audio (20 ms chunks)")
     b.axhline(25, color="k", ls="--", lw=1)
     b.set_xlabel("sessions speaking at once")
