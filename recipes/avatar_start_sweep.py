@@ -52,6 +52,10 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         "start and detail moved, t0 400, carry 0.5": {"move_start": True, "start": 400, "carry": 0.5, **FLOW},
         "start and detail moved, t0 400, carry 0.5, detail memory 0.8 gain 1.5": {
             "move_start": True, "start": 400, "carry": 0.5, "flow": True, "detail": 0.8, "detail_gain": 1.5},
+        # No engine on the mouth, or on the lips alone: the person's filmed mouth moved to the motion's
+        # (``AvatarRenderer(mouth=...)``, recipes/avatar_filmed.py, 2026-12-06 night).
+        "filmed": {"mouth": "filmed"}, "filmed, path jump 30": {"mouth": "filmed", "path": 30.0},
+        "lips filmed": {"mouth": "lips"}, "lips filmed, path jump 30": {"mouth": "lips", "path": 30.0},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 

@@ -81,6 +81,10 @@ class GenerateConfig:
                                              "latent-teacher) or a checkpoint; default latent-student-4")
     avatar: str | None = option(None, "an .avatar file (talkhead avatar train): the person's own frames, lower face "
                                       "redrawn; frames at the video's own size (--size is ignored)")
+    avatar_mouth: str = option("engine", "--avatar: how its lower face is drawn: engine (the avatar's latent "
+                                         "engine), lips (the engine's, the lips the person's filmed ones moved to the "
+                                         "motion's) or filmed (their filmed mouth moved, no engine)",
+                               choices=("engine", "lips", "filmed"))  # avatar.renderer.MOUTHS
     device: str = option("cpu", choices=("cpu", "cuda"))
     batch: int = option(32, "frames drawn at once")
 

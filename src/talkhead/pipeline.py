@@ -225,7 +225,9 @@ def face_renderer(cfg: GenerateConfig, latents_only: bool = False):
     if cfg.avatar is not None:
         if cfg.image is not None:
             raise InputError("give --image PHOTO or --avatar FILE, not both")
-        return make_renderer("avatar", avatar=cfg.avatar, seed=cfg.motion.seed)
+        return make_renderer("avatar", avatar=cfg.avatar, seed=cfg.motion.seed, mouth=cfg.avatar_mouth)
+    if cfg.avatar_mouth != "engine":
+        raise InputError(f"--avatar-mouth {cfg.avatar_mouth} draws an avatar's mouth: give --avatar FILE")
     photo = load_image(cfg.image) if cfg.image else default_photo()
     return make_renderer(cfg.renderer, photo, cfg.size, cfg.device, cfg.image or "astronaut",
                          **renderer_options(cfg, latents_only=latents_only))

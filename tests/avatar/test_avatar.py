@@ -242,6 +242,25 @@ def test_reenact_follows_the_video_in_its_own_frames(tiny_avatar, talking_video,
     assert main(["avatar", "reenact", str(tiny_avatar), str(tmp_path / "none.mp4"), "-o", str(out)]) == 2
 
 
+def test_reenact_and_generate_draw_the_lips_filmed_when_asked(tiny_avatar, talking_video, tmp_path):
+    from talkhead.video import read_frames
+
+    video, _ = talking_video
+    engine, lips = tmp_path / "engine.mp4", tmp_path / "lips.mp4"
+    for out, mouth in ((engine, "engine"), (lips, "lips")):
+        args = ["avatar", "reenact", str(tiny_avatar), str(video), "-o", str(out), "--quiet", "--mouth", mouth]
+        assert main(args) == 0
+    real, a, b = read_frames(video).astype(float), read_frames(engine).astype(float), read_frames(lips).astype(float)
+    assert a.shape == b.shape == real.shape and np.abs(a - b).mean() > 0.05  # another lower face, the same frames
+    assert 10 * np.log10(255.0 ** 2 / np.mean((b - real) ** 2)) > 24
+    said = tmp_path / "said.mp4"
+    assert main(["generate", "--avatar", str(tiny_avatar), "--text", "Hello.", "-o", str(said), "--quiet",
+                 "--avatar-mouth", "filmed"]) == 0
+    assert read_frames(said).shape[1:] == real.shape[1:]
+    assert main(["generate", "--text", "Hi.", "-o", str(tmp_path / "photo.mp4"), "--avatar-mouth", "lips"]) == 2
+    assert not (tmp_path / "photo.mp4").exists()
+
+
 def _crafted(src, dst, change):
     """A copy of the avatar file ``src`` with ``change(tensors, meta)`` applied (as a stranger could write one)."""
     import json

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from talkhead.avatar.file import load_avatar
-from talkhead.avatar.flow import MouthFlow
+from talkhead.avatar.file import LOWER, load_avatar
+from talkhead.avatar.flow import MouthFlow, lips_mask
+from talkhead.avatar.mouths import mouth_keys
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.face.paste import paste_lower_face
 from talkhead.rig.spec import SPEC
@@ -37,6 +38,17 @@ def _centre(img: torch.Tensor, near: np.ndarray, r: int = 20) -> np.ndarray:
     return np.array([(xs * patch).sum() / patch.sum() + x0, (ys * patch).sum() / patch.sum() + y0])
 
 
+def _opening(av, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Motion [n, 58] whose jaw opens frame by frame, the base frames drawn on, and the drive the renderer makes of
+    them (the base frame's head and eyes, the motion's lower face)."""
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, n)
+    idx = np.arange(n) % len(av.base)
+    drive = np.array(av.base_motion[idx], np.float32)
+    drive[:, LOWER] = motion[:, LOWER]
+    return motion, idx, drive
+
+
 def test_a_mark_on_the_lower_lip_goes_where_the_opened_jaw_puts_it_and_the_nose_stays(flow):
     m = np.zeros((2, 58), np.float32)
     m[1, SPEC["jawOpen"]] = 0.8
@@ -53,9 +65,7 @@ def test_a_mark_on_the_lower_lip_goes_where_the_opened_jaw_puts_it_and_the_nose_
 def test_moved_detail_is_added_and_the_frame_outside_the_mask_is_the_base(tiny_avatar):
     av = load_avatar(tiny_avatar)
     n = 8
-    motion = np.zeros((n, 58), np.float32)
-    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, n)
-    idx = np.arange(n) % len(av.base)
+    motion, idx, _ = _opening(av, n)
 
     def drawn(**kw) -> np.ndarray:
         return AvatarRenderer(av, seed=0, **kw).crops(motion, idx).astype(np.float32)
@@ -139,3 +149,32 @@ def test_each_frame_starts_partly_from_the_one_before_moved_to_its_mouth_and_car
     assert torch.allclose(plain[:1], z[:1], atol=1e-5) and (plain[1:] - z[1:]).abs().mean() > 1e-3
     with pytest.raises(InputError, match="carry"):
         AvatarRenderer(av, carry=0.5)  # the start is not moved: nothing to carry it to
+
+
+def test_the_filmed_mouth_is_the_bank_frames_real_crop_moved_to_the_drawn_mouth(tiny_avatar):
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    motion, idx, drive = _opening(av, 4)
+    r = AvatarRenderer(av, seed=0, mouth="filmed", colour=False)
+    crops = r.crops(motion, idx).astype(np.float32)
+    chosen = AvatarRenderer(av, seed=0).bank.choose(mouth_keys(av.crop_points, drive, av.side))
+    real = r._bank_real(chosen)
+    want = r.mouth.warp(real, r._bank_points[torch.from_numpy(chosen)], r.mouth.points(drive)).numpy()
+    assert np.abs(crops - np.clip(np.round(want), 0, 255)).max() <= 1.0
+    carried = AvatarRenderer(av, seed=0, mouth="filmed", colour=False, carry=0.5).crops(motion, idx).astype(np.float32)
+    assert np.abs(carried[0] - crops[0]).max() <= 1.0 and np.abs(carried[1:] - crops[1:]).mean() > 0.1
+    with pytest.raises(InputError, match="filmed"):
+        AvatarRenderer(av, mouth="painted")
+
+
+def test_the_filmed_lips_are_the_filmed_mouth_on_the_lips_and_the_engines_away_from_them(tiny_avatar):
+    av = load_avatar(tiny_avatar)
+    motion, idx, drive = _opening(av, 3)
+    engine = AvatarRenderer(av, seed=0).crops(motion, idx).astype(np.float32)
+    filmed = AvatarRenderer(av, seed=0, mouth="filmed").crops(motion, idx).astype(np.float32)
+    r = AvatarRenderer(av, seed=0, mouth="lips")
+    lips = r.crops(motion, idx).astype(np.float32)
+    w = lips_mask(r.mouth.points(drive).numpy(), av.side)
+    assert (w > 0.99).sum() > 20 and (w < 0.01).mean() > 0.5  # the lips, and most of the crop not
+    assert np.abs(lips - filmed)[w > 0.99].max() <= 1.0 and np.abs(lips - engine)[w < 0.01].max() <= 1.0

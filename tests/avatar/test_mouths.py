@@ -75,3 +75,31 @@ def test_the_lip_keys_find_a_bank_frame_whose_head_turns_alike(keys):
     found = MouthBank(mouth_keys(points, bank, 512), jump=0.0).choose(mouth_keys(points, q, 512))[0]
     assert abs(np.degrees(bank[found, yaw]) - 7.0) < 0.5
     assert abs(np.degrees(bank[40, yaw]) - 7.0) > 0.5  # not merely frame 40 turned by chance
+
+
+def _path_cost(d: np.ndarray, path: np.ndarray, jump: float, ends: np.ndarray) -> float:
+    """What ``MouthBank.path`` minimises: the distances taken plus ``jump`` for each frame not played on."""
+    on = (path[1:] == path[:-1] + 1) & ~ends[path[:-1]]
+    return float(d[np.arange(len(path)), path].sum() + jump * (1 + (~on).sum()))
+
+
+def test_the_path_costs_least_and_plays_on_rather_than_jumping_for_a_small_gain(keys):
+    k = keys[0]
+    rng = np.random.default_rng(0)
+    query = k[40:70] + rng.normal(0, 0.6, (30, k.shape[1])).astype(np.float32)  # a filmed stretch, seen noisily
+    d = distances(query, k)
+    ends = np.zeros(len(k), bool)
+    ends[-1] = True
+    for jump in (0.0, 5.0, 50.0):
+        path = MouthBank(k, jump=jump).path(query)
+        greedy = MouthBank(k, jump=jump).choose(query)
+        assert _path_cost(d, path, jump, ends) <= _path_cost(d, greedy, jump, ends) + 1e-6
+        for _ in range(200):  # no path one frame away costs less
+            other = path.copy()
+            other[rng.integers(len(path))] = rng.integers(len(k))
+            assert _path_cost(d, path, jump, ends) <= _path_cost(d, other, jump, ends) + 1e-6
+    assert MouthBank(k, jump=0.0).path(query).tolist() == d.argmin(1).tolist()  # jumps free: each nearest
+    assert MouthBank(k, jump=1e6).path(query).tolist() == list(range(40, 70))  # the stretch it was, played whole
+    bank = MouthBank(k, jump=1e6)
+    first = bank.path(query[:10])
+    assert bank.path(query[10:])[0] == first[-1] + 1  # a batch plays on from the last one's last frame

@@ -32,7 +32,8 @@ def test_speech_driven_rows_on_a_real_recording(tiny_avatar):
     row = speech_driven(tiny_avatar, AvatarBenchConfig().speech[0])
     assert row["frames"] > 50 and row["recording"] == "arctic_a0007.wav"
     assert all(row[k] is not None for k in ("lip_gap_spread", "unranged_lip_gap_spread", "filmed_lip_gap_spread",
-                                            "flow_lip_gap_spread"))  # flow_: the bank's detail moved to the mouth
+                                            "flow_lip_gap_spread", "lips_lip_gap_spread"))
+    # flow_: the bank's detail moved to the mouth; lips_: the lips filmed (``AvatarRenderer(mouth="lips")``)
     assert 0 < row["identity_found"] <= 1 and row["identity_distance"] is not None
     assert row["warp_lip_r_with_jawOpen"] is not None
     # What the motion asks of the lips, read as the gap it draws on each face: the warp renderer's geometry draws

@@ -8,7 +8,8 @@ avatar's rig (fitted to its first face in the crop) moved by each motion: the po
 and so does the crop's border. ``AvatarRenderer(flow=True)`` moves the detail with it, ``move_start=True`` the bank
 latent the bridge starts from (``warp_latent``); ``start_memory`` and ``carry`` steady the moved start. All are off by
 default: they make the lips follow the motion better (speech-driven, on all four bench avatars) but the mouth shimmers
-past the flicker target (docs/avatar.md, 2026-12-06).
+past the flicker target (docs/avatar.md, 2026-12-06). ``AvatarRenderer(mouth="filmed")`` moves the chosen bank
+frame's real crop itself, and ``mouth="lips"`` puts it on the engine's lower face within ``lips_mask``.
 
 The warp is solved on a coarse grid (every ``step`` pixels) and spread bilinearly to every pixel: a thin-plate
 spline is smooth, and solving it at every pixel of a 256 px crop costs more than the engine's own step.
@@ -70,3 +71,19 @@ class MouthFlow:
         cells = (where + 0.5) * g / self.side - 0.5
         grid = (cells / (g - 1) * 2 - 1).reshape(len(z), g, g, 2)
         return F.grid_sample(z, grid, mode="bilinear", padding_mode="border", align_corners=True)
+
+
+def lips_mask(points: np.ndarray, side: int) -> np.ndarray:
+    """Where the filmed lips go, float [B, S, S] in [0, 1]: each mouth's outer lips (rig points 48-59 of ``points``
+    [B, P, 2], crop pixels) filled, grown by side / 43 px (3 at 128 px) and feathered by side / 64 (2 px): the lips'
+    edges, which say how far the mouth is open, and not the cheeks and chin, which the engine draws steadier."""
+    from PIL import Image, ImageDraw, ImageFilter
+
+    grow, blur = max(1, round(side / 43)), side / 64
+    out = np.empty((len(points), side, side), np.float32)
+    for k, p in enumerate(points):
+        img = Image.new("L", (side, side), 0)
+        ImageDraw.Draw(img).polygon([tuple(q) for q in p[48:60].tolist()], fill=255)
+        img = img.filter(ImageFilter.MaxFilter(2 * grow + 1)).filter(ImageFilter.GaussianBlur(blur))
+        out[k] = np.asarray(img, np.float32) / 255
+    return out

@@ -89,3 +89,29 @@ class MouthBank:
             self.last = nxt if nxt is not None and row[nxt] <= row[best] + self.jump else best
             out[t] = self.last
         return out
+
+    def path(self, keys: np.ndarray) -> np.ndarray:
+        """Bank indices [T] for driving keys [T, D] along the path of least cost: the mouths' squared distances
+        summed, each frame that does not play on from the one before (j then j + 1, as filmed) costing ``jump``
+        more. Where ``choose`` decides frame by frame, this sees the whole call (a batch), so it leaves a stretch
+        only where a better one is worth it; the previous call's last choice is played on from at no cost."""
+        d = distances(keys, self.keys)
+        n = d.shape[1]
+        goes_on = ~self.ends  # j + 1 follows j as filmed
+        cost = d[0] + self.jump
+        if self.last is not None and goes_on[self.last]:
+            cost[self.last + 1] -= self.jump
+        back = np.empty(d.shape, np.int32)
+        for t in range(1, len(d)):
+            best = int(cost.argmin())
+            on = np.full(n, np.inf)
+            on[1:] = np.where(goes_on[:-1], cost[:-1], np.inf)
+            stay = on <= cost[best] + self.jump
+            back[t] = np.where(stay, np.arange(n) - 1, best)
+            cost = np.where(stay, on, cost[best] + self.jump) + d[t]
+        out = np.empty(len(d), np.int64)
+        out[-1] = int(cost.argmin())
+        for t in range(len(d) - 1, 0, -1):
+            out[t - 1] = back[t, out[t]]
+        self.last = int(out[-1])
+        return out

@@ -50,14 +50,15 @@ def drive_of(avatar: Avatar, keep: list[int], pts: np.ndarray, name: str) -> Dri
     return Drive(keep, motion, aff, avatar.mask_points(own, motion), pts)
 
 
-def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True
-                   ) -> tuple[int, list[int], Iterator[np.ndarray]]:
+def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True,
+                   mouth: str = "engine") -> tuple[int, list[int], Iterator[np.ndarray]]:
     """(VIDEO's frame count at 25 fps, the numbers of those with a face, its frames with the lower face redrawn).
 
     The motion is fitted to VIDEO's own landmarks and its frames are the base, so each output frame
     re-enacts the real one in its own coordinates; frames without a face pass through unchanged. The video
     is streamed, never held: read once for its landmarks, then again for the base frames as they are drawn
-    and for the frames that pass through (``face.track``).
+    and for the frames that pass through (``face.track``). ``mouth``: how the lower face is drawn
+    (``AvatarRenderer``'s).
     """
     from talkhead.face.track import ForwardFrames, track_video
     from talkhead.video import iter_frames
@@ -67,7 +68,7 @@ def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0
     track = track_video(video, 25, progress)  # a corrupt or unknown file is a named error there
     d = drive_of(av, track.keep, track.points, video.name)
     base = ForwardFrames(video, d.keep, track.size, 25)
-    renderer = AvatarRenderer(av, seed, frames=base, affines=d.affine, motion=d.motion, points=d.points)
+    renderer = AvatarRenderer(av, seed, frames=base, affines=d.affine, motion=d.motion, points=d.points, mouth=mouth)
 
     def out() -> Iterator[np.ndarray]:
         drawn, have = renderer.frames(d.motion), set(d.keep)
@@ -77,12 +78,13 @@ def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0
     return track.frames, d.keep, out()
 
 
-def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True) -> dict:
+def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True,
+            mouth: str = "engine") -> dict:
     """``talkhead avatar reenact``: write VIDEO re-enacted by the avatar (with VIDEO's sound, if it has any)."""
     from talkhead.audio.io import load_audio
     from talkhead.video import write_mp4
 
-    count, keep, drawn = reenact_frames(avatar, video, seed, progress)
+    count, keep, drawn = reenact_frames(avatar, video, seed, progress, mouth)
     try:
         audio = load_audio(video)
     except InputError:

@@ -32,6 +32,10 @@ from talkhead.face.paste import paste_lower_face, pingpong
 # 28.63 dB; 0.7 gain 1.2 0.82x 1.17x 28.72 dB (targets: detail 0.8-1.25x, flicker <= 1.2x).
 DETAIL_MEMORY = 0.7
 DETAIL_GAIN = 1.2
+# How the lower face is drawn: by the engine; or the chosen bank frame's real crop moved to the motion's mouth, no
+# engine (``carry``: this share of each frame is the frame before it, moved); or the engine's, its lips (and a band
+# around them, ``flow.lips_mask``) filmed. The filmed lips follow far better, but not the default (docs/avatar.md).
+MOUTHS = ("engine", "filmed", "lips")
 
 
 def running(average: np.ndarray | torch.Tensor | None, x: np.ndarray | torch.Tensor,
@@ -55,7 +59,8 @@ class AvatarRenderer:
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
-                 start_memory: float | None = None, carry: float = 0.0, refine: bool = True) -> None:
+                 start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
+                 path: float | None = None) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail
@@ -74,11 +79,12 @@ class AvatarRenderer:
         start is the frame before it as drawn, moved to this frame's mouth (frames are then sampled one at a time).
         Both steady the moved mouth; the carry costs its lips least. The moves are off by default: the lips follow
         the motion better, the mouth shimmers (docs/avatar.md). ``refine``: use the avatar's refiner if it has one
-        (``avatar.refiner``; the bank's detail is then not added)."""
+        (``avatar.refiner``; the bank's detail is then not added). ``mouth``: one of ``MOUTHS`` (``_filmed``).
+        ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         self._detailing(detail, detail_gain, refine)
-        self._moving(flow, move_start, start, start_memory, carry)
+        self._moving(flow, move_start, start, start_memory, carry, mouth)
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -88,7 +94,9 @@ class AvatarRenderer:
         self.ref = a.engine.encode(a.reference[None])
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
         b = a.bank
-        self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"], b["jump"])
+        self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"],
+                                                     b["jump"] if path is None else path)
+        self.path = path is not None and b is not None
         self._views = a.base_views() if self.loop else None  # the base's own crops, masks and contexts
         self._index = 0
         # Speech-driven motion opens the mouth in the person's own range (``pipeline.stream``); a re-enacted
@@ -109,21 +117,28 @@ class AvatarRenderer:
         self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
 
     def _moving(self, flow: bool, move_start: bool, start: int | None, start_memory: float | None,
-                carry: float) -> None:
-        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``); the bridge's start."""
+                carry: float, mouth: str) -> None:
+        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``, ``mouth``); the
+        bridge's start."""
+        if mouth not in MOUTHS or (mouth != "engine" and self.avatar.bank is None):
+            raise InputError(f"the mouth is one of {', '.join(MOUTHS)} (all but the engine need a mouth bank), "
+                             f"not {mouth!r}")
+        self.filmed, self.lips = mouth == "filmed", mouth == "lips"
         if start is not None and not 2 <= start < 1000:
             raise InputError(f"the bridge's start must be a timestep in [2, 1000), not {start}")
         if start_memory is not None and not 0.0 <= start_memory < 1.0:
             raise InputError(f"the start's memory must be in [0, 1), not {start_memory}")
-        if not 0.0 <= carry < 1.0 or (carry and not move_start):
-            raise InputError(f"the carry must be in [0, 1) and needs the start moved (move_start), not {carry}")
+        if not 0.0 <= carry < 1.0 or (carry and not (move_start or self.filmed)):
+            raise InputError(f"the carry must be in [0, 1) and needs the start moved (move_start) or the filmed mouth, "
+                             f"not {carry}")
         self.start_memory, self._start = start_memory, None  # the moved start's running average, at the mean mouth
         self.timesteps = None if start is None else [start, start // 2]
         self.move_detail = flow and self.memory is not None
         self.move_start = move_start and self.avatar.bank is not None
         # The last frame drawn (its latent and its mouth's points); without a bank there is no moved start to carry.
-        self.carry, self._last = carry if self.move_start else 0.0, None
-        if self.move_detail or self.move_start or self.refiner is not None:
+        self.carry, self._last = carry if self.move_start or self.filmed else 0.0, None
+        self.mouth = None  # ``MouthFlow``, where anything is moved to the drawn mouth
+        if self.move_detail or self.move_start or self.filmed or self.lips or self.refiner is not None:
             from talkhead.avatar.flow import MouthFlow
 
             self.mouth = MouthFlow(self.avatar.crop_points, self.avatar.side)
@@ -143,17 +158,32 @@ class AvatarRenderer:
         return pingpong(i, len(self.base)) if self.loop else np.minimum(i, len(self.base) - 1)
 
     def crops(self, motion: np.ndarray, idx: np.ndarray, views: Views | None = None) -> np.ndarray:
-        """The engine's crops uint8 [B, S, S, 3] for driving motion [B, 58] over base frames ``idx`` (their
+        """The drawn crops uint8 [B, S, S, 3] for driving motion [B, 58] over base frames ``idx`` (their
         ``views``, if made already)."""
         a = self.avatar
         drive = np.array(self.base_motion[idx], np.float32, copy=True)
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
         v = self.views(idx) if views is None else views
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
-        chosen = None if self.bank is None else self.bank.choose(mouth_keys(a.crop_points, drive, a.side))
+        keys = None if self.bank is None else mouth_keys(a.crop_points, drive, a.side)
+        chosen = None if keys is None else self.bank.path(keys) if self.path else self.bank.choose(keys)
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
-        moving = self.move_start or self.move_detail or self.refiner is not None
-        dst = self.mouth.points(drive) if moving else None  # the drawn mouth's points
+        dst = None if self.mouth is None else self.mouth.points(drive)  # the drawn mouth's points
+        if self.filmed:
+            return np.clip(np.round(self._filmed(chosen, dst, v)), 0, 255).astype(np.uint8)
+        crops = self._engine(ref, drive, v, chosen, dst)
+        if self.lips:  # the engine's lower face, its lips and a band around them the person's filmed ones
+            from talkhead.avatar.flow import lips_mask
+
+            w = lips_mask(dst.numpy(), a.side)[..., None]
+            crops = crops * (1 - w) + self._filmed(chosen, dst, v) * w
+        return np.clip(np.round(crops), 0, 255).astype(np.uint8)
+
+    def _engine(self, ref: torch.Tensor, drive: np.ndarray, v: Views, chosen: np.ndarray | None,
+                dst: torch.Tensor | None) -> np.ndarray:
+        """The engine's crops, float [B, S, S, 3], sampled from ``ref`` (the chosen bank frames' latents, or the
+        reference) for ``drive`` over the base frames' views ``v``; ``dst``: the drawn mouths' points."""
+        a = self.avatar
         if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
             ref = self._moved_start(ref.float(), chosen, dst).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
@@ -167,7 +197,7 @@ class AvatarRenderer:
         if self.memory is not None:
             crops = (self._add_moved_detail(crops, chosen, dst) if self.move_detail
                      else self._add_detail(crops, chosen))
-        return np.clip(np.round(crops), 0, 255).astype(np.uint8)
+        return crops
 
     def _sample(self, ref: torch.Tensor, drive: torch.Tensor, geometry: torch.Tensor | None, context: torch.Tensor,
                 dst: torch.Tensor | None) -> torch.Tensor:
@@ -250,6 +280,23 @@ class AvatarRenderer:
         (r0, r1, c0, c1), d = v.window, self.avatar.engine.vae.down
         cut = (slice(None), slice(r0 * d, r1 * d), slice(c0 * d, c1 * d))
         crops[cut] = self.refiner.apply(crops[cut], guide[cut])
+        return crops
+
+    def _filmed(self, chosen: np.ndarray, dst: torch.Tensor, v: Views) -> np.ndarray:
+        """Crops, float [B, S, S, 3]: the chosen bank frames' real crops moved to the drawn mouths (points ``dst``),
+        their colour matched to the frames they are drawn on; the filmed mouth alone takes a share ``carry`` of the
+        frame before it, moved to its mouth."""
+        moved = self.mouth.warp(self._bank_real(chosen), self._bank_points[torch.from_numpy(chosen)], dst)
+        if self.carry and self.filmed:
+            for k in range(len(moved)):
+                if self._last is not None:
+                    before = self.mouth.warp(self._last[0], self._last[1], dst[k:k + 1])[0]
+                    moved[k] = self.carry * before + (1 - self.carry) * moved[k]
+                self._last = (moved[k:k + 1], dst[k:k + 1])
+        crops = moved.numpy()
+        if self.colour:
+            for k, ring in enumerate(v.ring):
+                crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
         return crops
 
     def _bank_real(self, chosen: np.ndarray) -> torch.Tensor:

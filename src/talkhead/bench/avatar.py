@@ -212,7 +212,9 @@ VARIANTS = (("DDIM 20 from noise", False, None, {}), ("bridge 1 step", True, [80
              {"detail": 0.6, "detail_gain": 1.0}),
             ("bridge 2 steps, colour not matched", True, [800, 400], {"colour": False}),
             ("bridge 2 steps, mask window decoded (serve)", True, [800, 400], {"window": True}),
-            ("bridge 2 steps, bank detail moved to the mouth, memory 0.6 gain 1.3", True, [800, 400], FLOW))
+            ("bridge 2 steps, bank detail moved to the mouth, memory 0.6 gain 1.3", True, [800, 400], FLOW),
+            ("bridge 2 steps, the lips filmed", True, [800, 400], {"mouth": "lips"}),
+            ("the mouth filmed, no engine", True, [800, 400], {"mouth": "filmed"}))
 
 
 def sampling_variants(avatar: Avatar, h: dict, real: np.ndarray, seed: int) -> dict:
@@ -266,7 +268,8 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
     frame), each as ``generate`` drives it (``pipeline.for_renderer``: the avatar's lips in the person's own range,
     ``Avatar.lip_range``; the warp renderer's in the average filmed person's, solved on its photo's face); the
-    avatar's also without its range, and with its bank's detail moved to the drawn mouth (``FLOW``), for comparison.
+    avatar's also without its range, with its bank's detail moved to the drawn mouth (``FLOW``) and with its lips
+    filmed (``mouth="lips"``), for comparison.
     The drawn lip gap is scored against two readings of what the motion asks: its jawOpen and the lip gap it draws
     on that face, which also sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
     from talkhead.audio.io import load_audio
@@ -290,7 +293,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
         frames = np.stack(list(AvatarRenderer(avatar, seed, **drawing).frames(m)))
         return _crops(frames, avatar.base_affine[pingpong(np.arange(len(frames)), len(avatar.base))], avatar.side)
 
-    crops, unranged, flowed = drawn(motion), drawn(plain), drawn(motion, **FLOW)
+    crops, unranged, flowed, lips = drawn(motion), drawn(plain), drawn(motion, **FLOW), drawn(motion, mouth="lips")
     order = pingpong(np.arange(len(crops)), len(avatar.base))
     # The same base frames as filmed: what the person's real face scores against the one reference crop, the
     # floor of the identity measure (the avatar changes only their lower face).
@@ -298,7 +301,8 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     wcrops = _crops(np.stack(list(warper.frames(wmotion))), np.repeat(avatar.base_affine[:1], len(wmotion), 0),
                     avatar.side)
     rows = {"": _follow(crops, motion, face), "warp_": _follow(wcrops, wmotion, warper.lip_rig),
-            "unranged_": _follow(unranged, plain, face), "flow_": _follow(flowed, motion, face)}
+            "unranged_": _follow(unranged, plain, face), "flow_": _follow(flowed, motion, face),
+            "lips_": _follow(lips, motion, face)}
     ident = identity_distance(avatar.reference, crops[::5])
     return {"recording": Path(recording).name, "frames": len(crops),
             "lip_range": [round(v, 4) for v in avatar.lip_range()],
