@@ -55,7 +55,7 @@ def _check(args: dict, cls: type, skip: tuple[str, ...] = ()) -> int:
 
 def test_generate_and_motion_flags_default_to_the_configs():
     gen = _defaults(["generate", "--text", "x", "-o", "x.mp4"])
-    assert _check(gen, GenerateConfig, skip=("text",)) == 10 and _check(gen, MotionConfig, skip=("driver",)) == 5
+    assert _check(gen, GenerateConfig, skip=("text",)) == 11 and _check(gen, MotionConfig, skip=("driver",)) == 5
     assert gen["driver"] is None  # resolved by --transcript
     assert _check(_defaults(["motion", "--text", "x", "-o", "x.csv"]), MotionConfig, skip=("driver",)) == 5
 

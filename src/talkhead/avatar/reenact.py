@@ -51,14 +51,14 @@ def drive_of(avatar: Avatar, keep: list[int], pts: np.ndarray, name: str) -> Dri
 
 
 def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0, progress: bool = True,
-                   mouth: str = "engine") -> tuple[int, list[int], Iterator[np.ndarray]]:
+                   mouth: str | None = None) -> tuple[int, list[int], Iterator[np.ndarray]]:
     """(VIDEO's frame count at 25 fps, the numbers of those with a face, its frames with the lower face redrawn).
 
     The motion is fitted to VIDEO's own landmarks and its frames are the base, so each output frame
     re-enacts the real one in its own coordinates; frames without a face pass through unchanged. The video
     is streamed, never held: read once for its landmarks, then again for the base frames as they are drawn
     and for the frames that pass through (``face.track``). ``mouth``: how the lower face is drawn
-    (``AvatarRenderer``'s).
+    (``AvatarRenderer``'s; None: its default).
     """
     from talkhead.face.track import ForwardFrames, track_video
     from talkhead.video import iter_frames
@@ -68,7 +68,8 @@ def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0
     track = track_video(video, 25, progress)  # a corrupt or unknown file is a named error there
     d = drive_of(av, track.keep, track.points, video.name)
     base = ForwardFrames(video, d.keep, track.size, 25)
-    renderer = AvatarRenderer(av, seed, frames=base, affines=d.affine, motion=d.motion, points=d.points, mouth=mouth)
+    drawing = {} if mouth is None else {"mouth": mouth}
+    renderer = AvatarRenderer(av, seed, frames=base, affines=d.affine, motion=d.motion, points=d.points, **drawing)
 
     def out() -> Iterator[np.ndarray]:
         drawn, have = renderer.frames(d.motion), set(d.keep)
@@ -79,7 +80,7 @@ def reenact_frames(avatar: Avatar | str | Path, video: str | Path, seed: int = 0
 
 
 def reenact(avatar: str | Path, video: str | Path, out: str | Path, seed: int = 0, progress: bool = True,
-            mouth: str = "engine") -> dict:
+            mouth: str | None = None) -> dict:
     """``talkhead avatar reenact``: write VIDEO re-enacted by the avatar (with VIDEO's sound, if it has any)."""
     from talkhead.audio.io import load_audio
     from talkhead.video import write_mp4

@@ -60,9 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("video", help="a video of the same person")
     r.add_argument("-o", "--out", required=True, help="OUT.mp4, VIDEO's size and framing")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--mouth", choices=("engine", "lips", "filmed"), default="engine",
+    r.add_argument("--mouth", choices=("engine", "lips", "filmed"),
                    help="how the lower face is drawn: the avatar's engine, the engine's with the person's filmed "
-                        "lips, or their filmed mouth moved (no engine) (default engine)")
+                        "lips, or their filmed mouth moved (no engine) (default: the engine)")
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     r.add_argument("--quiet", action="store_true")
     add_video_limit(r)
