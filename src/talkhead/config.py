@@ -12,6 +12,11 @@ from typing import Any
 
 from talkhead.errors import InputError
 
+# How an avatar's lower face is drawn (``avatar.renderer.AvatarRenderer``'s ``mouth``): by its engine; or the chosen
+# bank frame's real crop moved to the motion's mouth, no engine; or the engine's, its lips (and a band around them,
+# ``avatar.flow.lips_mask``) filmed. The filmed lips follow far better, but are not the default (docs/avatar.md).
+AVATAR_MOUTHS = ("engine", "filmed", "lips")
+
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the shipped models: motion, lips/, latent/
 
 FPS = 25  # motion frames and video frames per second, everywhere
@@ -84,7 +89,7 @@ class GenerateConfig:
     avatar_mouth: str = option("engine", "--avatar: how its lower face is drawn: engine (the avatar's latent "
                                          "engine), lips (the engine's, the lips the person's filmed ones moved to the "
                                          "motion's) or filmed (their filmed mouth moved, no engine)",
-                               choices=("engine", "lips", "filmed"))  # avatar.renderer.MOUTHS
+                               choices=AVATAR_MOUTHS)
     device: str = option("cpu", choices=("cpu", "cuda"))
     batch: int = option(32, "frames drawn at once")
 

@@ -22,6 +22,7 @@ import torch
 
 from talkhead.avatar.file import LOWER, Avatar, Views, load_avatar
 from talkhead.avatar.mouths import MouthBank, mouth_keys
+from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
 
@@ -32,10 +33,7 @@ from talkhead.face.paste import paste_lower_face, pingpong
 # 28.63 dB; 0.7 gain 1.2 0.82x 1.17x 28.72 dB (targets: detail 0.8-1.25x, flicker <= 1.2x).
 DETAIL_MEMORY = 0.7
 DETAIL_GAIN = 1.2
-# How the lower face is drawn: by the engine; or the chosen bank frame's real crop moved to the motion's mouth, no
-# engine (``carry``: this share of each frame is the frame before it, moved); or the engine's, its lips (and a band
-# around them, ``flow.lips_mask``) filmed. The filmed lips follow far better, but not the default (docs/avatar.md).
-MOUTHS = ("engine", "filmed", "lips")
+MOUTHS = AVATAR_MOUTHS  # the filmed mouth alone takes ``carry``: this share of each frame is the one before, moved
 
 
 def running(average: np.ndarray | torch.Tensor | None, x: np.ndarray | torch.Tensor,

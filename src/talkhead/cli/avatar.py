@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from talkhead.cli.common import add_config_flags, add_video_limit, config_from_args, set_threads
+from talkhead.config import AVATAR_MOUTHS
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
@@ -60,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("video", help="a video of the same person")
     r.add_argument("-o", "--out", required=True, help="OUT.mp4, VIDEO's size and framing")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--mouth", choices=("engine", "lips", "filmed"),
+    r.add_argument("--mouth", choices=AVATAR_MOUTHS,
                    help="how the lower face is drawn: the avatar's engine, the engine's with the person's filmed "
                         "lips, or their filmed mouth moved (no engine) (default: the engine)")
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
