@@ -2,7 +2,8 @@
 move_start=True)``: the chosen bank latent warped by ``MouthFlow.warp_latent``), at a lower start (t0) and with the
 detail moved too, and steadied (``start_memory``, ``carry``). Each trained avatar (``bash recipes/avatar.sh`` made them)
 re-enacts its held-out video and is driven by the bench's three recordings, as ``talkhead bench avatar`` measures them;
-driven by speech, flicker is the lower face's change between frames against the same base frames' as filmed; re-enacted,
+driven by speech, flicker is the lower face's change between frames against the same base frames' as filmed, and
+identity dlib's distance to the avatar's reference crop (the same base frames as filmed give its floor); re-enacted,
 the lower-face PSNR by head-pose bin too (``bench.avatar.by_pose``, novelty from the bank's frames). One JSON line per
 avatar, way and kind.
 Usage: python recipes/avatar_start_sweep.py WORK PAIR[,PAIR...] [reenact|speech|both] [WAY|WAY...]
@@ -34,6 +35,7 @@ from talkhead.bench.avatar import (
     frame_change,
     pose_novelty,
 )
+from talkhead.face.identity import identity_distance
 from talkhead.face.paste import pingpong
 from talkhead.face.template import fit_rig
 from talkhead.motion.model import load_model
@@ -56,6 +58,13 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         # (``AvatarRenderer(mouth=...)``, recipes/avatar_filmed.py, 2026-12-06 night).
         "filmed": {"mouth": "filmed"}, "filmed, path jump 30": {"mouth": "filmed", "path": 30.0},
         "lips filmed": {"mouth": "lips"}, "lips filmed, path jump 30": {"mouth": "lips", "path": 30.0},
+        # The engine's bridge started from the same bank mouth the lips are filmed from, moved to the motion's, so
+        # that the engine's mouth and the filmed lips agree (2026-12-07).
+        "lips filmed, start moved": {"mouth": "lips", "move_start": True},
+        "lips filmed, start moved, t0 400": {"mouth": "lips", "move_start": True, "start": 400},
+        # The filmed mouth blended from the nearest bank mouths, so that it changes continuously (``blend``).
+        "lips filmed, blend 3": {"mouth": "lips", "blend": 3}, "lips filmed, blend 6": {"mouth": "lips", "blend": 6},
+        "filmed, blend 3": {"mouth": "filmed", "blend": 3}, "filmed, blend 6": {"mouth": "filmed", "blend": 6},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 
@@ -103,10 +112,14 @@ for name in sys.argv[2].split(","):
         order = pingpong(np.arange(len(motion)), len(avatar.base))
         # Flicker: against the same base frames' lower face as filmed (the person talking).
         filmed = _crops(avatar.base[order], avatar.base_affine[order], avatar.side)
+        filmed_ident = round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3)  # the floor
         filmed = frame_change(filmed, paste[order] > 0.5)
         for label, drawing in WAYS.items():
             crops, m, rig, mask = speech_row(avatar, speech, motion, order, paste, drawing)
             f = _follow(crops, m, rig)
+            ident = identity_distance(avatar.reference, crops[::5])["distance"]  # dlib's, to the reference crop
             print(json.dumps({"pair": name, "kind": "speech", "recording": Path(rec).stem, "way": label,
                               "lip_r_with_motion_gap": f["r_gap"], "lip_r_with_jawOpen": f["r"], "spread": f["spread"],
-                              "flicker_vs_filmed": round(frame_change(crops, mask) / filmed, 3)}), flush=True)
+                              "flicker_vs_filmed": round(frame_change(crops, mask) / filmed, 3),
+                              "identity_distance": None if ident is None else round(ident, 3),
+                              "filmed_identity_distance": filmed_ident}), flush=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from talkhead.avatar.mouths import MouthBank, distances, mouth_keys, neighbours
+from talkhead.avatar.mouths import MouthBank, blend_weights, distances, mouth_keys, neighbours, novelty
 from talkhead.rig.spec import SPEC
 
 
@@ -103,3 +103,35 @@ def test_the_path_costs_least_and_plays_on_rather_than_jumping_for_a_small_gain(
     bank = MouthBank(k, jump=1e6)
     first = bank.path(query[:10])
     assert bank.path(query[10:])[0] == first[-1] + 1  # a batch plays on from the last one's last frame
+
+
+def test_the_blend_is_the_nearest_mouths_weighted_and_changes_continuously_where_the_nearest_jumps(keys):
+    k = keys[0]
+    idx, w = blend_weights(k[:5], k, 4)
+    assert idx.shape == w.shape == (5, 4) and np.allclose(w.sum(1), 1.0)
+    assert idx[:, 0].tolist() == list(range(5)) and (np.diff(w, axis=1) <= 1e-12).all()  # its own frame first
+    d = distances(k[:5], k)
+    assert (np.take_along_axis(d, idx, 1).max(1) <= np.sort(d, 1)[:, 3] + 1e-9).all()  # the 4 nearest
+    # A path from one mouth to a distant one: the weights of every bank frame, step by step.
+    a, b = 37, int(distances(k[[37]], k)[0].argmax())
+    path = np.linspace(k[a], k[b], 300)
+
+    def share(i: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(path), len(k)))
+        np.put_along_axis(out, i, wt, 1)
+        return out
+
+    nearest = share(*blend_weights(path, k, 1))
+    blended = share(*blend_weights(path, k, 4))
+    step = lambda s: np.abs(np.diff(s, axis=0)).sum(1)  # noqa: E731
+    assert step(nearest).max() == 2.0 and step(blended).max() < 0.5  # the nearest alone swaps whole frames
+
+
+
+def test_novelty_is_the_nearest_bank_mouth_and_a_shifted_take_is_told_apart(keys):
+    k = keys[0]
+    near, matched = novelty(k, k)
+    assert np.allclose(near, 0.0, atol=1e-3) and np.allclose(matched, 0.0, atol=1e-3)
+    shifted = k + 3.0  # the whole take's mouths 3 % of the side off in every coordinate
+    near, matched = novelty(shifted, k)
+    assert np.median(near) > 9.0 and np.allclose(matched, 0.0, atol=1e-3)

@@ -50,6 +50,13 @@ def distances(query: np.ndarray, bank: np.ndarray) -> np.ndarray:
     return np.maximum((q ** 2).sum(1)[:, None] + (b ** 2).sum(1)[None] - 2 * q @ b.T, 0.0)
 
 
+def novelty(keys: np.ndarray, bank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per driving key [T, D], the distance to the nearest bank key [N, D]: as given, and with the keys' mean moved
+    to the bank's (what is left where a whole take's mouths sit shifted from the bank's, as another take's fit can)."""
+    moved = keys - keys.mean(0) + bank.mean(0)
+    return np.sqrt(distances(keys, bank).min(1)), np.sqrt(distances(moved, bank).min(1))
+
+
 def neighbours(keys: np.ndarray, k: int, exclude: int, clip_of: np.ndarray | None = None,
                at: np.ndarray | None = None) -> np.ndarray:
     """Per frame of keys [N, D], its ``k`` nearest frames [N, k] at least ``exclude`` frames away (same clip)
@@ -115,3 +122,15 @@ class MouthBank:
             out[t - 1] = back[t, out[t]]
         self.last = int(out[-1])
         return out
+
+
+def blend_weights(keys: np.ndarray, bank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` bank frames nearest each driving key [T, D] (indices [T, k]) and their weights [T, k], summing to
+    1: each the distance to the (k + 1)-th nearest less its own. A frame's weight is 0 where it enters or leaves
+    the nearest ``k``, so the blend changes continuously as the keys move, where the nearest frame alone jumps."""
+    d = np.sqrt(distances(keys, bank))
+    order = np.argsort(d, 1)[:, :k + 1]
+    near = np.take_along_axis(d, order, 1)
+    w = near[:, k:k + 1] - near[:, :k] if order.shape[1] > k else np.ones((len(d), k))
+    w[w.sum(1) <= 0] = 1.0  # k + 1 frames at one distance: all alike
+    return order[:, :k], w / w.sum(1, keepdims=True)

