@@ -5,7 +5,7 @@ re-enacts its held-out video and is driven by the bench's three recordings, as `
 driven by speech, flicker is the lower face's change between frames against the same base frames' as filmed, and
 identity dlib's distance to the avatar's reference crop (the same base frames as filmed give its floor); re-enacted,
 the lower-face PSNR by head-pose bin too (``bench.avatar.by_pose``, novelty from the bank's frames). One JSON line per
-avatar, way and kind.
+avatar, way and kind. Ways marked re-enacting only (``means_met``, ``near``) are measured by ``reenact`` alone.
 Usage: python recipes/avatar_start_sweep.py WORK PAIR[,PAIR...] [reenact|speech|both] [WAY|WAY...]
   python recipes/avatar_start_sweep.py runs/avatar-bench andrew,edtalk,cap12 both
   python recipes/avatar_start_sweep.py runs/avatar-bench andrew,edtalk,cap12 both "start and detail moved, t0 400, \
@@ -20,6 +20,7 @@ import numpy as np
 
 from talkhead.audio.io import load_audio
 from talkhead.avatar.file import load_avatar
+from talkhead.avatar.mouths import MOUTH, mouth_keys, novelty
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.bench.avatar import (
     FLOW,
@@ -65,8 +66,33 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         # The filmed mouth blended from the nearest bank mouths, so that it changes continuously (``blend``).
         "lips filmed, blend 3": {"mouth": "lips", "blend": 3}, "lips filmed, blend 6": {"mouth": "lips", "blend": 6},
         "filmed, blend 3": {"mouth": "filmed", "blend": 3}, "filmed, blend 6": {"mouth": "filmed", "blend": 6},
+        # Re-enacting only: the take's mean mouth moved onto the bank's (``means_met``), as ``novelty`` measures it.
+        "shipped, means met": {"means_met": True}, "lips filmed, means met": {"mouth": "lips", "means_met": True},
+        # Re-enacting only: the filmed lips on the frames whose nearest bank mouth is near (within the first figure, %
+        # of the side), the engine's where it is far (beyond the second), a ramp between (``near``).
+        "lips filmed where near 5-10": {"near": (5.0, 10.0)}, "lips filmed where near 3-6": {"near": (3.0, 6.0)},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
+
+
+def means_met(avatar, h: dict) -> dict:
+    """The held-out take with its mean mouth (the channels the engine redraws) moved onto the bank's mean: a shift of
+    the whole take, which r with the real lips does not see and which brings its mouths near the bank's."""
+    m = np.array(h["motion"], np.float32, copy=True)
+    m[:, MOUTH] += avatar.bank["motion"][:, MOUTH].mean(0) - m[:, MOUTH].mean(0)
+    return {**h, "motion": m}
+
+
+def where_near(avatar, h: dict, near: float, far: float) -> tuple[np.ndarray, float]:
+    """The held-out frames drawn with the lips filmed where the frame's nearest bank mouth is within ``near`` (% of
+    the crop's side), as shipped beyond ``far``, and mixed between: the lips filmed are the shipped frame with the
+    filmed lips laid over it (the same engine draw), so the mix is the frame's share of that overlay."""
+    shipped, ms = _redraw(avatar, h, cfg.seed)
+    lips, _ = _redraw(avatar, h, cfg.seed, mouth="lips")
+    d = novelty(mouth_keys(avatar.crop_points, h["motion"], avatar.side),
+                mouth_keys(avatar.crop_points, avatar.bank["motion"], avatar.side))[0]
+    share = np.clip((far - d) / (far - near), 0.0, 1.0)[:, None, None, None]
+    return np.round(shipped + share * (lips.astype(np.float32) - shipped)).astype(np.uint8), ms
 
 
 def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, paste: np.ndarray,
@@ -95,7 +121,12 @@ for name in sys.argv[2].split(","):
         for label, drawing in WAYS.items():
             if drawing is None:
                 continue  # the bench measures the warp renderer's re-enactment
-            drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
+            drawing = dict(drawing)
+            if "near" in drawing:
+                drawn, ms = where_near(avatar, h, *drawing["near"])
+            else:
+                drawn, ms = _redraw(avatar, means_met(avatar, h) if drawing.pop("means_met", False) else h, cfg.seed,
+                                    **drawing)
             crops = _crops(drawn, h["affine"], avatar.side)
             row = face_metrics(crops, real, h["paste"])
             row["psnr_by_pose"] = by_pose(pose_novelty(avatar.bank["motion"], h["motion"]), {"db": crops}, real,
@@ -115,6 +146,8 @@ for name in sys.argv[2].split(","):
         filmed_ident = round(identity_distance(avatar.reference, filmed[::5])["distance"] or -1, 3)  # the floor
         filmed = frame_change(filmed, paste[order] > 0.5)
         for label, drawing in WAYS.items():
+            if drawing is not None and {"means_met", "near"} & drawing.keys():
+                continue  # re-enacting only
             crops, m, rig, mask = speech_row(avatar, speech, motion, order, paste, drawing)
             f = _follow(crops, m, rig)
             ident = identity_distance(avatar.reference, crops[::5])["distance"]  # dlib's, to the reference crop
