@@ -129,7 +129,9 @@ def blend_weights(keys: np.ndarray, bank: np.ndarray, k: int) -> tuple[np.ndarra
     1: each the distance to the (k + 1)-th nearest less its own. A frame's weight is 0 where it enters or leaves
     the nearest ``k``, so the blend changes continuously as the keys move, where the nearest frame alone jumps."""
     d = np.sqrt(distances(keys, bank))
-    order = np.argsort(d, 1)[:, :k + 1]
+    m = min(k + 1, d.shape[1])
+    order = np.argpartition(d, m - 1, 1)[:, :m] if m < d.shape[1] else np.argsort(d, 1)  # only the nearest k + 1
+    order = np.take_along_axis(order, np.argsort(np.take_along_axis(d, order, 1), 1), 1)
     near = np.take_along_axis(d, order, 1)
     w = near[:, k:k + 1] - near[:, :k] if order.shape[1] > k else np.ones((len(d), k))
     w[w.sum(1) <= 0] = 1.0  # k + 1 frames at one distance: all alike
