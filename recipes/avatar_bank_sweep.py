@@ -11,11 +11,18 @@ import torch
 torch.set_num_threads(1)
 from pathlib import Path
 
-from talkhead.avatar.mouths import MOUTH, distances, mouth_keys
 from talkhead.avatar.file import load_avatar
+from talkhead.avatar.mouths import AS_POINTS, MOUTH, distances, mouth_keys
 from talkhead.avatar.renderer import paste_lower_face
 from talkhead.avatar.train import load_data
-from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, _redraw, face_metrics
+from talkhead.bench.avatar import (
+    AvatarBenchConfig,
+    _crops,
+    _held_out,
+    _pair_videos,
+    _redraw,
+    face_metrics,
+)
 
 work = Path("runs/avatar-bench")
 av = load_avatar(work / "cap12.avatar")
@@ -29,7 +36,7 @@ def pasted(idx):
     return np.stack([paste_lower_face(f, frames[j], a, av.paste) for f, j, a in zip(h["real"], idx, h["affine"])])
 tm = bm[:, MOUTH]
 by_channels = ((((h["motion"][:, None, MOUTH] - tm[None]) / (tm.std(0) + 1e-3)) ** 2).sum(-1)).argmin(1)
-by_lips = distances(mouth_keys(av.crop_points, h["motion"], av.side), mouth_keys(av.crop_points, bm, av.side)).argmin(1)
+by_lips = distances(*(mouth_keys(av.crop_points, m, av.side, **AS_POINTS) for m in (h["motion"], bm))).argmin(1)
 rows = {"retrieval by mouth channels": measure(pasted(by_channels)), "retrieval by lip points": measure(pasted(by_lips))}
 for jump in [float(j) for j in (sys.argv[1] if len(sys.argv) > 1 else "0,2,10,20").split(",")]:
     av.bank["jump"] = jump

@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from talkhead.avatar.file import load_avatar
-from talkhead.avatar.mouths import mouth_keys, novelty
+from talkhead.avatar.mouths import lip_points, novelty
 from talkhead.bench.avatar import AvatarBenchConfig, _held_out, _pair_videos
 
 work, cfg = Path(sys.argv[1]), AvatarBenchConfig()
 for name in sys.argv[2].split(","):
     avatar = load_avatar(work / f"{name}.avatar")
     held = _held_out(avatar, _pair_videos(name, cfg, work)[1])
-    bank, take = (mouth_keys(avatar.crop_points, m, avatar.side) for m in (avatar.bank["motion"], held["motion"]))
+    bank, take = (lip_points(avatar.crop_points, m, avatar.side).reshape(len(m), 40)
+                  for m in (avatar.bank["motion"], held["motion"]))
     near, matched = novelty(take, bank)
     print(json.dumps({"pair": name, "bank_frames": len(bank), "held_out_frames": len(take),
                       "nearest_median": round(float(np.median(near)), 2),

@@ -20,7 +20,7 @@ import numpy as np
 
 from talkhead.audio.io import load_audio
 from talkhead.avatar.file import load_avatar
-from talkhead.avatar.mouths import MOUTH, mouth_keys, novelty
+from talkhead.avatar.mouths import AS_POINTS, MOUTH, lip_points, novelty
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.bench.avatar import (
     FLOW,
@@ -71,6 +71,13 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         # Re-enacting only: the filmed lips on the frames whose nearest bank mouth is near (within the first figure, %
         # of the side), the engine's where it is far (beyond the second), a ramp between (``near``).
         "lips filmed where near 5-10": {"near": (5.0, 10.0)}, "lips filmed where near 3-6": {"near": (3.0, 6.0)},
+        # The bank found by the lips' points as they are (``mouths.AS_POINTS``), as before 2026-12-07.
+        "shipped, bank by points": {"bank_keys": AS_POINTS}, "lips filmed, bank by points": {"mouth": "lips",
+                                                                                          "bank_keys": AS_POINTS},
+        # The keys' weights tried before the shipped ones (the opening's ``gap``, the mouth's centre ``place``).
+        **{f"{w}, bank keys gap {g:g} place {p:g}": {**({"mouth": "lips"} if w == "lips filmed" else {}),
+                                                     "bank_keys": {"gap": g, "place": p}}
+           for w in ("shipped", "lips filmed") for g, p in ((2.0, 0.0), (4.0, 0.0), (2.0, 1.0))},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 
@@ -89,8 +96,8 @@ def where_near(avatar, h: dict, near: float, far: float) -> tuple[np.ndarray, fl
     filmed lips laid over it (the same engine draw), so the mix is the frame's share of that overlay."""
     shipped, ms = _redraw(avatar, h, cfg.seed)
     lips, _ = _redraw(avatar, h, cfg.seed, mouth="lips")
-    d = novelty(mouth_keys(avatar.crop_points, h["motion"], avatar.side),
-                mouth_keys(avatar.crop_points, avatar.bank["motion"], avatar.side))[0]
+    d = novelty(*(lip_points(avatar.crop_points, m, avatar.side).reshape(len(m), 40)
+                  for m in (h["motion"], avatar.bank["motion"])))[0]
     share = np.clip((far - d) / (far - near), 0.0, 1.0)[:, None, None, None]
     return np.round(shipped + share * (lips.astype(np.float32) - shipped)).astype(np.uint8), ms
 
@@ -105,6 +112,8 @@ def speech_row(avatar, speech, motion: np.ndarray, order: np.ndarray, paste: np.
         aff = np.repeat(avatar.base_affine[:1], len(m), 0)
         mask = np.broadcast_to(paste[:1] > 0.5, (len(m), avatar.side, avatar.side))
     else:
+        drawing = dict(drawing)
+        avatar.bank["keys"] = drawing.pop("bank_keys", {})
         frames = np.stack(list(AvatarRenderer(avatar, cfg.seed, **drawing).frames(motion)))
         m, aff, rig, mask = motion, avatar.base_affine[order], fit_rig(avatar.crop_points), paste[order] > 0.5
     return _crops(frames, aff, avatar.side), m, rig, mask
@@ -122,6 +131,7 @@ for name in sys.argv[2].split(","):
             if drawing is None:
                 continue  # the bench measures the warp renderer's re-enactment
             drawing = dict(drawing)
+            avatar.bank["keys"] = drawing.pop("bank_keys", {})
             if "near" in drawing:
                 drawn, ms = where_near(avatar, h, *drawing["near"])
             else:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from talkhead.avatar.mouths import MouthBank, blend_weights, distances, mouth_keys, neighbours, novelty
+from talkhead.avatar.mouths import (
+    AS_POINTS,
+    MouthBank,
+    blend_weights,
+    distances,
+    lip_points,
+    mouth_keys,
+    neighbours,
+    novelty,
+)
 from talkhead.rig.spec import SPEC
 
 
@@ -23,12 +32,34 @@ def test_keys_are_the_lips_so_an_open_jaw_is_far_from_a_closed_one(keys):
     m = np.zeros((3, 58), np.float32)
     m[1, SPEC["jawOpen"]], m[2, SPEC["jawOpen"]] = 0.1, 0.8
     k = mouth_keys(points, m, 512)
-    assert k.shape == (3, 40)
+    assert k.shape == (3, 45)
     d = distances(k, k)
     assert 0 < d[0, 1] < d[0, 2] and np.allclose(np.diag(d), 0, atol=1e-6)
     head = m.copy()
     head[:, SPEC["tx"]], head[:, SPEC["roll"]] = 0.3, 0.2  # the crop's alignment removed these: no effect
     assert np.allclose(mouth_keys(points, head, 512), k, atol=1e-4)
+
+
+def test_keys_find_the_opening_asked_for_where_the_whole_mouth_sits_elsewhere(keys):
+    """A head pitched or turned otherwise (or another take's fit) moves the whole mouth in the crop. The keys count
+    the lips' shape about their centre, the inner lips' opening twice more and the centre twice, so the bank frame
+    found opens as the one asked for; the points as they are (``AS_POINTS``, the same distances) count the centre
+    20 times and find mouths at the same place instead, opened otherwise."""
+    _, motion, points = keys
+    lips = lip_points(points, motion, 512)
+    opening = lips[:, [19, 18, 17], 1].mean(1) - lips[:, [13, 14, 15], 1].mean(1)
+    as_points = lips.reshape(len(motion), 40)
+    assert np.allclose(distances(*[mouth_keys(points, motion, 512, **AS_POINTS)] * 2), distances(as_points, as_points),
+                       rtol=1e-4, atol=1e-2)
+    for turn in ("pitch", "yaw"):
+        q = motion.copy()
+        q[:, SPEC[turn]] += np.radians(10.0)
+        r = {}
+        for name, weights in (("keys", {}), ("points", AS_POINTS)):
+            found = MouthBank(mouth_keys(points, motion, 512, **weights), jump=0.0).choose(
+                mouth_keys(points, q, 512, **weights))
+            r[name] = np.corrcoef(opening[found], opening)[0, 1]
+        assert r["keys"] > 0.95 and r["points"] < r["keys"] - 0.05, (turn, r)
 
 
 def test_neighbours_are_near_and_never_the_frame_or_its_neighbours(keys):

@@ -92,8 +92,8 @@ class AvatarRenderer:
         self.ref = a.engine.encode(a.reference[None])
         self.noise = torch.randn(self.ref.shape, generator=torch.Generator().manual_seed(seed))
         b = a.bank
-        self.bank = None if b is None else MouthBank(mouth_keys(a.crop_points, b["motion"], a.side), b["ends"],
-                                                     b["jump"] if path is None else path)
+        jump = None if b is None else b["jump"] if path is None else path
+        self.bank = None if b is None else MouthBank(self.keys(b["motion"]), b["ends"], jump)
         self.path = path is not None and b is not None
         self._views = a.base_views() if self.loop else None  # the base's own crops, masks and contexts
         self._index = 0
@@ -149,6 +149,12 @@ class AvatarRenderer:
             self._moved: dict[int, torch.Tensor] = {}  # bank frames' details at the mean mouth, the latest 64
         self._real: dict[int, torch.Tensor] = {}  # bank frames' real crops (decoded + detail), the latest 64
 
+    def keys(self, motion: np.ndarray) -> np.ndarray:
+        """The bank's keys of motion [T, 58] (``mouths.mouth_keys``; its weights from ``bank["keys"]`` where an avatar's
+        bank names them, as a sweep of the weights does)."""
+        a = self.avatar
+        return mouth_keys(a.crop_points, motion, a.side, **a.bank.get("keys", {}))
+
     @property
     def frame_shape(self) -> tuple[int, int, int]:
         return tuple(self.base.shape[1:])
@@ -166,7 +172,7 @@ class AvatarRenderer:
         drive[:, LOWER] = np.asarray(motion, np.float32)[:, LOWER]
         v = self.views(idx) if views is None else views
         # With a bank, each frame starts from the person's own nearest mouth (the engine's bridge noises it).
-        keys = None if self.bank is None else mouth_keys(a.crop_points, drive, a.side)
+        keys = None if self.bank is None else self.keys(drive)
         chosen = None if keys is None else self.bank.path(keys) if self.path else self.bank.choose(keys)
         ref = self.ref if chosen is None else a.bank["latent"][chosen]
         dst = None if self.mouth is None else self.mouth.points(drive)  # the drawn mouth's points

@@ -251,14 +251,16 @@ def _bank_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, grid:
     """The teacher fine-tuned on references from the person's mouth bank (``avatar.mouths.neighbours``)."""
     from dataclasses import replace
 
-    from talkhead.avatar.mouths import mouth_keys, neighbours
+    from talkhead.avatar.mouths import AS_POINTS, mouth_keys, neighbours
     from talkhead.latent.train import train_teacher
 
     path = work / "teacher-bank.safetensors"
     if not _done(path, cfg.bank_steps):
         motion = np.concatenate([c["motion"] for c in d.clips])
         clip_of = np.repeat(np.arange(len(d.clips)), [len(c["motion"]) for c in d.clips])
-        table = neighbours(mouth_keys(d.crop_points, motion, d.side), cfg.bank_k, cfg.bank_exclude, clip_of)
+        # References by the lips' points as they are, as the engines measured were trained (``mouths.KEY_GAP``).
+        keys = mouth_keys(d.crop_points, motion, d.side, **AS_POINTS)
+        table = neighbours(keys, cfg.bank_k, cfg.bank_exclude, clip_of)
         train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bank_steps, lr=cfg.bank_lr), name="teacher-bank",
                       init=work / "teacher.safetensors", references=table, timesteps=grid,
                       resume=(work / "teacher-bank.state.pt").exists(), progress=progress)

@@ -243,7 +243,7 @@ def _crops(frames: np.ndarray, aff: np.ndarray, side: int) -> np.ndarray:
 
 def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) -> tuple[dict, dict]:
     """Train (or resume) the pair's avatar and measure it and the two baselines on the held-out frames."""
-    from talkhead.avatar.mouths import mouth_keys
+    from talkhead.avatar.mouths import lip_points
     from talkhead.avatar.mouths import novelty as novelty_of
     from talkhead.avatar.train import load_data
 
@@ -260,7 +260,8 @@ def measure_pair(name: str, cfg: AvatarBenchConfig, work: Path, progress: bool) 
     crops = {k: _crops(v, h["affine"], avatar.side) for k, v in views.items()}
     rows = {k: face_metrics(v, real, h["paste"]) for k, v in crops.items()}
     novelty = pose_novelty(train["motion"], h["motion"])
-    mouths = novelty_of(*(mouth_keys(avatar.crop_points, m, avatar.side) for m in (h["motion"], avatar.bank["motion"])))
+    mouths = novelty_of(*(lip_points(avatar.crop_points, m, avatar.side).reshape(len(m), 40)
+                         for m in (h["motion"], avatar.bank["motion"])))
     rows["avatar"]["ms_per_frame"] = round(ms, 2)
     rows["avatar"]["train_min"] = round(info["wall_s"]["total_s"] / 60, 1)
     result = {"train": [v.name for v in train_videos], "held_out": held.name, "held_out_frames": len(h["real"]),
