@@ -38,6 +38,7 @@ tm = bm[:, MOUTH]
 by_channels = ((((h["motion"][:, None, MOUTH] - tm[None]) / (tm.std(0) + 1e-3)) ** 2).sum(-1)).argmin(1)
 by_lips = distances(*(mouth_keys(av.crop_points, m, av.side, **AS_POINTS) for m in (h["motion"], bm))).argmin(1)
 rows = {"retrieval by mouth channels": measure(pasted(by_channels)), "retrieval by lip points": measure(pasted(by_lips))}
+av.bank["keys"] = AS_POINTS  # as measured (2026-12-02): the bank searched by the lips' points as they are
 for jump in [float(j) for j in (sys.argv[1] if len(sys.argv) > 1 else "0,2,10,20").split(",")]:
     av.bank["jump"] = jump
     rows[f"avatar, jump {jump:g}"] = measure(_redraw(av, h, 0)[0])
