@@ -78,6 +78,9 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         **{f"{w}, bank keys gap {g:g} place {p:g}": {**({"mouth": "lips"} if w == "lips filmed" else {}),
                                                      "bank_keys": {"gap": g, "place": p}}
            for w in ("shipped", "lips filmed") for g, p in ((2.0, 0.0), (4.0, 0.0), (2.0, 1.0))},
+        # The bank frame found by the new keys (it opens as asked) kept more: the bridge started lower (2026-12-07;
+        # t0 2: the found bank frame decoded with its detail, no engine).
+        **{f"shipped, t0 {t}": {"start": t} for t in (2, 400, 500, 600, 700)},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 

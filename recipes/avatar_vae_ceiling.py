@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from talkhead.avatar.file import load_avatar
-from talkhead.avatar.train import _train_vae, load_data
+from talkhead.avatar.train import load_data
+from talkhead.avatar.vae_stage import train_vae
 from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, face_metrics
 from talkhead.latent.vae import load_vae
 
@@ -45,7 +46,7 @@ for v in variants:
     else:
         if not (work / "vae.safetensors").exists():
             work.mkdir(parents=True, exist_ok=True)
-            _train_vae(work, d, tcfg, progress=False)
+            train_vae(work, d, tcfg, progress=False)
         vae = load_vae(work / "vae.safetensors").eval()
     assert vae.down == down and vae.cfg.latent == latent, (vae.down, vae.cfg.latent)
     with torch.no_grad():

@@ -190,7 +190,8 @@ def tiny_avatar_config():
     return AvatarTrainConfig(data=AvatarDataConfig(min_seconds=3.0, fit_iters=150), vae_widths=(8, 16), vae_steps=40,
                              vae_batch=4, vae_patch=48, widths=(8, 16, 16), teacher_steps=40, batch=4,
                              student_steps=10, students=(1,), ship=0, base_seconds=1.0,
-                             critic=0.2, critic_steps=12, bank_steps=10, bank_exclude=10)
+                             critic=0.2, critic_steps=12, bank_steps=10, bank_exclude=10,
+                             bridge_steps=10)
 
 
 @pytest.fixture(scope="session")

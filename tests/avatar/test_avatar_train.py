@@ -24,14 +24,15 @@ def test_trained_avatar_describes_itself(tiny_avatar):
     av = load_avatar(tiny_avatar)
     work = tiny_avatar.with_name(tiny_avatar.name + ".work")
     info = json.loads((work / "train.json").read_text())
-    assert av.meta["kind"] == "talkhead-avatar" and av.meta["train"]["engine"] == "teacher-bank.safetensors"
+    assert av.meta["kind"] == "talkhead-avatar" and av.meta["train"]["engine"] == "teacher-bridge.safetensors"
     assert av.engine.cfg.context == 4 and av.engine.cfg.geometry == 2
     assert av.engine.bridge and av.engine.timesteps == [800, 400]  # the default: a 2-step bridge from the reference
     student = load_engine(work / "student-1.safetensors")
     assert student.bridge and student.timesteps == [800] and student.cfg.prediction == "v"
     assert av.side % 16 == 0 and av.reference.shape == (av.side, av.side, 3)
     assert len(av.base) == 25 and av.base_affine.shape == (25, 2, 3) and av.base_motion.shape == (25, 58)
-    assert set(info["wall_s"]) >= {"ingest_s", "vae_s", "decoder_s", "teacher_s", "bank_s", "student1_s", "total_s"}
+    assert set(info["wall_s"]) >= {"ingest_s", "vae_s", "decoder_s", "teacher_s", "bank_s", "bridge_s", "student1_s",
+                                     "total_s"}
     # The mouth bank: every training frame's latent and motion; the shipped teacher was tuned on it.
     frames = info["report"]["talk.mp4"]["kept"]
     g = av.side // av.engine.vae.down
@@ -39,7 +40,12 @@ def test_trained_avatar_describes_itself(tiny_avatar):
     assert av.bank["ends"].sum() >= 1 and av.bank["jump"] == 10.0
     tuned = load_engine(work / "teacher-bank.safetensors")
     assert tuned.meta["train"]["bank"] and tuned.meta["train"]["init"] == "teacher.safetensors"
-    assert student.meta["train"]["teacher"] == "teacher-bank.safetensors"
+    # Then tuned as its bridge samples it, from bank neighbours; that one ships and teaches the students.
+    bridge = load_engine(work / "teacher-bridge.safetensors")
+    assert bridge.meta["train"]["objective"] == "bridge" and bridge.meta["train"]["init"] == "teacher-bank.safetensors"
+    assert bridge.bridge and bridge.timesteps == [800, 400]
+    assert any(not torch.equal(v, tuned.net.state_dict()[k]) for k, v in bridge.net.state_dict().items())
+    assert student.meta["train"]["teacher"] == "teacher-bridge.safetensors"
     # The shipped VAE: the critic-sharpened decoder over the first stage's (frozen) encoder.
     first, sharp = load_vae(work / "vae.safetensors").state_dict(), load_vae(work / "decoder.safetensors").state_dict()
     shipped = av.engine.vae.state_dict()
@@ -53,7 +59,8 @@ def _cli_args(video, out):
     return ["avatar", "train", str(video), "--out", str(out), "--min-seconds", "3", "--fit-iters", "100",
             "--vae-widths", "8,16", "--vae-batch", "4", "--vae-patch", "48", "--widths", "8,16,16",
             "--batch", "4", "--students", "1", "--ship", "1", "--base-seconds", "1",
-            "--student-steps", "10", "--teacher-steps", "30", "--critic", "0.2", "--critic-steps", "8", "--quiet"]
+            "--student-steps", "10", "--teacher-steps", "30", "--critic", "0.2", "--critic-steps", "8",
+            "--bridge-steps", "10", "--quiet"]
 
 
 def test_train_resumes_after_sigkill(talking_video, tmp_path):

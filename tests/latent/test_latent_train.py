@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import torch
 from tiny_latent import TINY_NET, TINY_TRAIN
 
 from talkhead.cli import main
 from talkhead.latent.data import load_faces
 from talkhead.latent.engine import load_engine
-from talkhead.latent.train import FramePairs, TeacherObjective, face_clips
+from talkhead.latent.train import BridgeObjective, FramePairs, TeacherObjective, face_clips, train_teacher
 
 
 def test_engine_files_rebuild_and_sample_deterministically(tiny_engine_run, tiny_faces):
@@ -41,6 +44,28 @@ def test_teacher_loss_falls(tiny_vae, tiny_faces, tiny_engine_run):
             return sum(float(objective(net, torch.Generator().manual_seed(s), 0)) for s in range(8))
 
     assert score(eng.net) < 0.8 * score(fresh)
+
+
+def test_bridge_training_draws_the_frame_from_another_frame_noised(tiny_engine_run, tiny_faces, tmp_path):
+    # Fine-tuned as the bridge samples it (from a frame 6 away noised to t = 800, then 400), the teacher's x0 there
+    # is nearer the frame than the eps teacher's, on the same fixed batches, and the file says how it was trained.
+    clips, grid = face_clips(tiny_faces), [800, 400]
+    n = sum(len(c["frames"]) for c in clips)
+    table = np.clip(np.arange(n)[:, None] + np.array([[-6, 6]]), 0, n - 1)
+    cfg = replace(TINY_TRAIN, steps=40)
+    train_teacher(None, clips, tmp_path, cfg, name="bridge", init=tiny_engine_run / "teacher.safetensors",
+                  references=table, timesteps=grid, bridge=True, progress=False)
+    tuned, teacher = (load_engine(run / f) for run, f in ((tmp_path, "bridge.safetensors"),
+                                                          (tiny_engine_run, "teacher.safetensors")))
+    assert tuned.meta["train"]["objective"] == "bridge" and tuned.timesteps == grid
+    data = FramePairs(teacher, clips, cache=tiny_engine_run / "latents.pt", references=table)
+    objective = BridgeObjective(teacher, data, replace(cfg, pixel=0.0), grid)
+
+    def score(net):
+        with torch.no_grad():
+            return sum(float(objective(net, torch.Generator().manual_seed(s), 0)) for s in range(8))
+
+    assert score(tuned.net) < 0.8 * score(teacher.net)
 
 
 def test_cli_trains_resumes_and_refuses(tiny_vae, tiny_faces, tmp_path, capsys):

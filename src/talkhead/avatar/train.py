@@ -12,8 +12,10 @@ Stages, each in ``NAME.avatar.work/`` and each resumed where a kill left it (the
    sampled as a bridge: from the reference latent noised to t = 800, in 2 DDIM steps.
 4. ``teacher-bank.safetensors``: the teacher fine-tuned to start from the person's own nearest mouth
    (``avatar.mouths``: each frame's reference one of its nearest frames by the lips' points, 2 s away or more).
-5. ``student-K.safetensors`` (optional, ``--students``): students distilled from that teacher.
-6. the ``.avatar``: the chosen engine, the masks, the reference, the mouth bank (every frame's latent and
+5. ``teacher-bridge.safetensors``: that teacher tuned as its bridge samples it (``latent.train.BridgeObjective``:
+   from a bank neighbour noised to t = 800, the frame's x0 at 800 and 400); it ships (``--bridge-steps 0``: 4 does).
+6. ``student-K.safetensors`` (optional, ``--students``): students distilled from the shipped teacher.
+7. the ``.avatar``: the chosen engine, the masks, the reference, the mouth bank (every frame's latent and
    motion) and the steadiest stretch of the video as the base that generation loops (``avatar.file.save_avatar``).
 """
 
@@ -27,7 +29,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from talkhead.avatar.data import AvatarData, AvatarDataConfig, ingest
 from talkhead.errors import InputError
@@ -87,6 +88,13 @@ class AvatarTrainConfig:
     # The bank's share of the file: every frame's latent and detail is 12 KB at 128 px crops, 25 KB at 256 px, so
     # 2 minutes of a large face would be 70 MB. Over this, whole seconds are kept evenly through the video.
     bank_mb: float = field(default=24.0, metadata={"help": "the mouth bank's size in the file at most, MB"})
+    # Then tuned as the bridge samples it (``latent.train.BridgeObjective``): from a bank neighbour noised to
+    # ``bridge_t`` (found by the drawing's keys, ``mouths.mouth_keys``), x0 scored against the frame at each of the
+    # bridge's steps. Re-enacting the lecturer, EDTalk and cap12 at 1500 steps: +0.31 / +0.92 / +1.53 dB, lip r
+    # 0.783 / 0.630 / 0.966 -> 0.798 / 0.689 / 0.973 (600 steps: as many lips, 0.19 dB less; docs/avatar.md,
+    # 2026-12-07). 0: the bank teacher ships.
+    bridge_steps: int = field(default=1500, metadata={"help": "steps tuning the denoiser as it samples (0: none)"})
+    bridge_lr: float = 5e-4
     batch: int = 12  # frame pairs
     lr: float = 1e-3
     student_steps: int = 300
@@ -164,52 +172,6 @@ def vae_widths(side: int, cfg: AvatarTrainConfig) -> tuple[int, ...]:
     return cfg.vae_widths if side <= cfg.vae_4x_up_to else (*cfg.vae_widths, cfg.vae_widths[-1])
 
 
-def _train_vae(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
-    from talkhead.latent.vae import FaceVAE, VAEConfig
-
-    vcfg = VAEConfig(size=d.side, widths=vae_widths(d.side, cfg), latent=cfg.vae_latent)
-    torch.manual_seed(cfg.seed)
-    return _fit_vae(work / "vae.safetensors", FaceVAE(vcfg), d, cfg, cfg.vae_steps, cfg.vae_lr, 0.999, None, progress)
-
-
-def _sharpen_decoder(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
-    """The VAE's decoder fine-tuned with a critic (``latent.train_vae.Adversary``); the encoder, so the latent space
-    and the teacher trained on it, stay as they are. On cap13 the lower face's detail goes from 0.16 of the
-    real frames' to 0.96, its reconstruction PSNR from 32.6 to 28.6 dB (recipes/avatar_decoder_gan.py)."""
-    from talkhead.latent.train_vae import Adversary
-    from talkhead.latent.vae import load_vae
-
-    vae = load_vae(work / "vae.safetensors").train()
-    for p in vae.encoder.parameters():
-        p.requires_grad_(False)
-    # The last weights, not an average: an EMA of the critic's decoder is as soft as the plain VAE (cap13's
-    # lower face: detail 0.156 with an EMA of 0.99, 0.317 without, pasted into the frame and cropped again).
-    return _fit_vae(work / "decoder.safetensors", vae, d, cfg, cfg.critic_steps, cfg.critic_lr, 0.0,
-                    Adversary(cfg.critic, seed=cfg.seed), progress)
-
-
-def _fit_vae(path: Path, vae: torch.nn.Module, d: AvatarData, cfg: AvatarTrainConfig, steps: int, lr: float,
-             ema: float, adversary, progress: bool) -> Path:
-    """One VAE stage on the person's crops, resumable, written to ``path`` (its state beside it)."""
-    from talkhead.checkpoint import save_checkpoint
-    from talkhead.latent.train_vae import VAEObjective
-    from talkhead.train.loop import FitConfig, fit
-
-    frames = np.concatenate([c["frames"] for c in d.clips])
-    fit_cfg = FitConfig(steps=steps, lr=lr, warmup=min(100, steps // 10), ema=ema, ema_warmup=True, seed=cfg.seed,
-                        ckpt_every=max(1, min(250, steps // 4)))
-    t0 = time.time()
-
-    def save(step: int, loss: float, avg: torch.nn.Module) -> None:
-        save_checkpoint(path, avg.state_dict(), {"kind": "face-vae", "vae": vae.cfg, "train": {
-            "frames": len(frames), "step": step, "steps": steps, "wall_s": round(time.time() - t0, 1)}})
-
-    state = path.with_name(path.stem + ".state.pt")
-    fit(vae, VAEObjective(frames, vae.cfg, cfg.vae_batch, cfg.vae_patch, adversary), fit_cfg, state,
-        on_checkpoint=save, resume=state.exists(), desc=f"avatar {path.stem}", progress=progress)
-    return path
-
-
 def _done(path: Path, steps: int) -> bool:
     """A stage's model file exists from its last step."""
     if not path.is_file():
@@ -251,20 +213,44 @@ def _bank_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, grid:
     """The teacher fine-tuned on references from the person's mouth bank (``avatar.mouths.neighbours``)."""
     from dataclasses import replace
 
-    from talkhead.avatar.mouths import AS_POINTS, mouth_keys, neighbours
+    from talkhead.avatar.mouths import AS_POINTS
     from talkhead.latent.train import train_teacher
 
     path = work / "teacher-bank.safetensors"
     if not _done(path, cfg.bank_steps):
-        motion = np.concatenate([c["motion"] for c in d.clips])
-        clip_of = np.repeat(np.arange(len(d.clips)), [len(c["motion"]) for c in d.clips])
         # References by the lips' points as they are, as the engines measured were trained (``mouths.KEY_GAP``).
-        keys = mouth_keys(d.crop_points, motion, d.side, **AS_POINTS)
-        table = neighbours(keys, cfg.bank_k, cfg.bank_exclude, clip_of)
         train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bank_steps, lr=cfg.bank_lr), name="teacher-bank",
-                      init=work / "teacher.safetensors", references=table, timesteps=grid,
+                      init=work / "teacher.safetensors", references=_neighbours(d, cfg, AS_POINTS), timesteps=grid,
                       resume=(work / "teacher-bank.state.pt").exists(), progress=progress)
     _bridge(path, grid)
+    return path
+
+
+def _neighbours(d: AvatarData, cfg: AvatarTrainConfig, keys: dict) -> np.ndarray:
+    """Each training frame's ``bank_k`` nearest frames by the lips (``mouths.mouth_keys`` weighted by ``keys``),
+    ``bank_exclude`` frames away or more: the bank mouths it learns to start from."""
+    from talkhead.avatar.mouths import mouth_keys, neighbours
+
+    motion = np.concatenate([c["motion"] for c in d.clips])
+    clip_of = np.repeat(np.arange(len(d.clips)), [len(c["motion"]) for c in d.clips])
+    return neighbours(mouth_keys(d.crop_points, motion, d.side, **keys), cfg.bank_k, cfg.bank_exclude, clip_of)
+
+
+def bridge_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, progress: bool) -> Path:
+    """The bank teacher tuned as the bridge samples it (``BridgeObjective``), from neighbours found as drawing finds
+    its bank mouths (``mouths.mouth_keys``' own weights); ``work/teacher-bridge.safetensors``."""
+    from dataclasses import replace
+
+    from talkhead.latent.engine import load_engine
+    from talkhead.latent.train import train_teacher
+
+    path, init = work / "teacher-bridge.safetensors", work / "teacher-bank.safetensors"
+    if not _done(path, cfg.bridge_steps):
+        train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bridge_steps, lr=cfg.bridge_lr),
+                      name="teacher-bridge", init=init, references=_neighbours(d, cfg, {}),
+                      timesteps=load_engine(init).timesteps, resume=(work / "teacher-bridge.state.pt").exists(),
+                      bridge=True, progress=progress)
+    _bridge(path, load_engine(init).timesteps)
     return path
 
 
@@ -308,6 +294,7 @@ def _refiner(work: Path, args: tuple, cfg: AvatarTrainConfig, key: str, progress
 def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConfig = AvatarTrainConfig(),
                  progress: bool = True, log=print) -> dict:
     """Every stage, resuming any that a kill interrupted; writes ``out`` (the ``.avatar``) last, atomically."""
+    from talkhead.avatar.vae_stage import sharpen_decoder, train_vae
     from talkhead.latent.net import LatentConfig
     from talkhead.latent.train import LatentTrainConfig, distill_student, train_teacher
     from talkhead.latent.vae import load_vae
@@ -334,10 +321,10 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
     vae_path = work / "vae.safetensors"
     if not _done(vae_path, cfg.vae_steps):
-        _train_vae(work, d, cfg, progress)
+        train_vae(work, d, cfg, progress)
     clock.lap("vae_s")
     if cfg.critic > 0 and not _done(work / "decoder.safetensors", cfg.critic_steps):
-        _sharpen_decoder(work, d, cfg, progress)
+        sharpen_decoder(work, d, cfg, progress)
     clock.lap("decoder_s")
     net = LatentConfig(latent=cfg.vae_latent, widths=cfg.widths, geometry=2 * cfg.map_detail ** 2,
                        context=cfg.vae_latent * (2 if cfg.structure else 1), residual=False)
@@ -351,6 +338,9 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     clock.lap("teacher_s")
     teacher = _bank_teacher(work, d, cfg, tcfg, grid, progress) if cfg.bank_steps else work / "teacher.safetensors"
     clock.lap("bank_s")
+    if cfg.bank_steps and cfg.bridge_steps:
+        teacher = bridge_teacher(work, d, cfg, tcfg, progress)
+        clock.lap("bridge_s")
     for k in cfg.students:
         if not _done(work / f"student-{k}.safetensors", cfg.student_steps):
             distill_student(teacher, d.clips, work, k, tcfg,

@@ -186,6 +186,38 @@ class TeacherObjective:
         return (eng.decode_float(x0_hat) - target).abs().mean()
 
 
+class BridgeObjective:
+    """The bridge trained as it is sampled (``LatentEngine.bridge``): sampling starts from the *reference* noised to
+    ``timesteps[0]``, a bank mouth of the person, not the frame. The eps objective only ever saw the frame itself
+    noised, so from the reference it keeps much of the reference's mouth. Here x at each of the bridge's timesteps is
+    what a DDIM run from the noised reference passes through when its x0 is right (the frame), and the net's x0 there
+    is scored against the frame, in latents (with the temporal term) and, decoded, in pixels."""
+
+    def __init__(self, engine: LatentEngine, data: FramePairs, cfg: LatentTrainConfig, timesteps: list[int]) -> None:
+        self.engine, self.data, self.cfg, self.timesteps = engine, data, cfg, list(timesteps)
+
+    def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor:
+        cfg, eng = self.cfg, self.engine
+        b = self.data.sample(cfg.batch, gen)
+        x0 = _diffusion_pairs(eng, b)
+        ref = eng.to_diffusion(b["reference"], b["reference"])[:, None].expand_as(x0)
+        a0, s0 = (v.float() for v in eng.schedule.alpha_sigma(self.timesteps[0]))
+        noise = torch.randn((x0.shape[0], 1, *x0.shape[2:]), generator=gen).expand_as(x0)
+        eps = (a0 * ref + s0 * noise - a0 * x0) / s0  # the noise that takes the frame to the noised reference
+        t = torch.tensor(self.timesteps)[torch.randint(0, len(self.timesteps), (cfg.batch,), generator=gen)]
+        a, s = (v.float().reshape(-1, 1, 1, 1, 1) for v in eng.schedule.alpha_sigma(t))
+        x_t = a * x0 + s * eps  # DDIM (eta 0) from the noised reference, its x0 right at every step before
+        pred = module(_flat(x_t), t[:, None].expand(-1, 2).reshape(-1), _pair_cond(eng, b)).reshape(x0.shape)
+        x0_hat = (x_t - s * pred) / a
+        loss = per_sample_error(x0_hat, x0, cfg.temporal).mean()
+        if cfg.pixel:
+            rows = torch.arange(min(cfg.pixel_batch, cfg.batch))
+            frames = eng.decode_float(eng.from_diffusion(x0_hat[rows, 0], b["reference"][rows]))
+            target = torch.from_numpy(self.data.frames[b["index"][rows, 0].numpy()]).permute(0, 3, 1, 2).float() / 255
+            loss = loss + cfg.pixel * (frames - target).abs().mean()
+        return loss
+
+
 def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig = LatentConfig()) -> tuple[LatentEngine, dict]:
     """An untrained engine on a trained VAE, with latent and motion statistics from the training clips."""
     engine = LatentEngine(vae if isinstance(vae, FaceVAE) else load_vae(vae), cfg)  # unit statistics: raw latents
@@ -204,12 +236,13 @@ def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig =
 def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict], out: str | Path,
                   cfg: LatentTrainConfig = LatentTrainConfig(), net: LatentConfig = LatentConfig(), resume: bool = False,
                   progress: bool = True, timesteps: list[int] | None = None, name: str = "teacher",
-                  init: str | Path | None = None, references: np.ndarray | None = None) -> dict:
+                  init: str | Path | None = None, references: np.ndarray | None = None, bridge: bool = False) -> dict:
     """Train the noise-predicting teacher; writes ``{name}.safetensors`` (a whole engine) in ``out``.
 
     ``faces``: a crops folder or the clips themselves (``FramePairs``); ``timesteps``: the teacher's DDIM grid
     (default 50 steps), which its students distil. ``init``: an engine file to start from (its statistics and
-    weights: a fine-tune); ``references``: per-frame reference candidates (``FramePairs``).
+    weights: a fine-tune); ``references``: per-frame reference candidates (``FramePairs``); ``bridge``: trained as
+    the bridge from the reference samples it over ``timesteps`` (``BridgeObjective``), not the eps objective.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -234,11 +267,13 @@ def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict]
     def save(step: int, loss: float, avg: nn.Module) -> None:
         engine.net.load_state_dict(avg.state_dict())
         save_engine(out / f"{name}.safetensors", engine, {"train": {
-            "faces": _source(faces), "objective": "teacher", "step": step, **asdict(cfg), "pairs": len(data.first),
+            "faces": _source(faces), "objective": "bridge" if bridge else "teacher", "step": step, **asdict(cfg),
+            "pairs": len(data.first),
             "init": None if init is None else Path(init).name, "bank": references is not None,
             "wall_s": round(time.time() - t0, 1)}})
 
-    result = fit(engine.net, TeacherObjective(engine, data, cfg), fit_cfg, state, on_checkpoint=save,
+    objective = BridgeObjective(engine, data, cfg, engine.timesteps) if bridge else TeacherObjective(engine, data, cfg)
+    result = fit(engine.net, objective, fit_cfg, state, on_checkpoint=save,
                  resume=resume, desc=f"latent {name}", progress=progress)
     return {"steps": result.step, "loss_last": float(np.mean(result.losses[-50:])) if result.losses else None}
 
