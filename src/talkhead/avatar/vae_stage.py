@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from talkhead.avatar.config import AvatarTrainConfig, vae_widths
 from talkhead.avatar.data import AvatarData
-from talkhead.avatar.train import AvatarTrainConfig, vae_widths
 
 
 def train_vae(work: Path, d: AvatarData, cfg: AvatarTrainConfig, progress: bool) -> Path:
