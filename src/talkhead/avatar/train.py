@@ -166,12 +166,12 @@ def bridge_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, prog
     from talkhead.latent.train import train_teacher
 
     path, init = work / "teacher-bridge.safetensors", work / "teacher-bank.safetensors"
+    grid = load_engine(init).timesteps
     if not _done(path, cfg.bridge_steps):
         train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bridge_steps, lr=cfg.bridge_lr),
-                      name="teacher-bridge", init=init, references=_neighbours(d, cfg, {}),
-                      timesteps=load_engine(init).timesteps, resume=(work / "teacher-bridge.state.pt").exists(),
-                      bridge=True, progress=progress)
-    _bridge(path, load_engine(init).timesteps)
+                      name="teacher-bridge", init=init, references=_neighbours(d, cfg, {}), timesteps=grid,
+                      resume=(work / "teacher-bridge.state.pt").exists(), bridge=True, progress=progress)
+    _bridge(path, grid)
     return path
 
 

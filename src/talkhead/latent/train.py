@@ -181,9 +181,13 @@ class TeacherObjective:
             return torch.zeros(())
         a, s = eng.schedule.alpha_sigma(t[rows])
         a, s = a.float().reshape(-1, 1, 1, 1), s.float().reshape(-1, 1, 1, 1)
-        x0_hat = eng.from_diffusion((x_t[rows, 0] - s * eps[rows, 0]) / a, b["reference"][rows])
-        target = torch.from_numpy(self.data.frames[b["index"][rows, 0].numpy()]).permute(0, 3, 1, 2).float() / 255
-        return (eng.decode_float(x0_hat) - target).abs().mean()
+        return _pixel_l1(eng, self.data, (x_t[rows, 0] - s * eps[rows, 0]) / a, b, rows)
+
+
+def _pixel_l1(eng: LatentEngine, data: FramePairs, x0_hat: Tensor, b: dict[str, Tensor], rows: Tensor) -> Tensor:
+    """The decoded-pixel L1 of the batch's ``rows`` (first frames), from their x0 estimates in diffusion space."""
+    target = torch.from_numpy(data.frames[b["index"][rows, 0].numpy()]).permute(0, 3, 1, 2).float() / 255
+    return (eng.decode_float(eng.from_diffusion(x0_hat, b["reference"][rows])) - target).abs().mean()
 
 
 class BridgeObjective:
@@ -212,9 +216,7 @@ class BridgeObjective:
         loss = per_sample_error(x0_hat, x0, cfg.temporal).mean()
         if cfg.pixel:
             rows = torch.arange(min(cfg.pixel_batch, cfg.batch))
-            frames = eng.decode_float(eng.from_diffusion(x0_hat[rows, 0], b["reference"][rows]))
-            target = torch.from_numpy(self.data.frames[b["index"][rows, 0].numpy()]).permute(0, 3, 1, 2).float() / 255
-            loss = loss + cfg.pixel * (frames - target).abs().mean()
+            loss = loss + cfg.pixel * _pixel_l1(eng, self.data, x0_hat[rows, 0], b, rows)
         return loss
 
 
