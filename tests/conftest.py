@@ -191,7 +191,7 @@ def tiny_avatar_config():
                              vae_batch=4, vae_patch=48, widths=(8, 16, 16), teacher_steps=40, batch=4,
                              student_steps=10, students=(1,), ship=0, base_seconds=1.0,
                              critic=0.2, critic_steps=12, bank_steps=10, bank_exclude=10,
-                             bridge_steps=10)
+                             bridge_steps=10, bridge_move="pixels")
 
 
 @pytest.fixture(scope="session")

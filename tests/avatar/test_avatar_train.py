@@ -43,6 +43,7 @@ def test_trained_avatar_describes_itself(tiny_avatar):
     # Then tuned as its bridge samples it, from bank neighbours; that one ships and teaches the students.
     bridge = load_engine(work / "teacher-bridge.safetensors")
     assert bridge.meta["train"]["objective"] == "bridge" and bridge.meta["train"]["init"] == "teacher-bank.safetensors"
+    assert bridge.meta["train"]["moved"]  # from bank mouths moved to each frame's (``bridge_move``)
     assert bridge.bridge and bridge.timesteps == [800, 400]
     assert any(not torch.equal(v, tuned.net.state_dict()[k]) for k, v in bridge.net.state_dict().items())
     assert student.meta["train"]["teacher"] == "teacher-bridge.safetensors"
@@ -187,7 +188,7 @@ def test_an_avatar_conditioned_on_the_warped_mouth_and_finer_maps_trains_and_dra
     assert len(frames) == 6 and frames[0].shape == av.base[0].shape
 
 
-def test_the_vae_is_4x_down_up_to_its_setting_and_a_bad_map_detail_is_refused():
+def test_the_vae_is_4x_down_up_to_its_setting_and_a_bad_map_detail_or_bridge_move_is_refused():
     from talkhead.avatar.train import AvatarTrainConfig, vae_widths
     from talkhead.errors import InputError
 
@@ -195,3 +196,19 @@ def test_the_vae_is_4x_down_up_to_its_setting_and_a_bad_map_detail_is_refused():
     assert len(vae_widths(160, AvatarTrainConfig(vae_4x_up_to=256))) == 2
     with pytest.raises(InputError, match="map-detail"):
         AvatarTrainConfig(map_detail=0)
+    with pytest.raises(InputError, match="bridge-move"):
+        AvatarTrainConfig(bridge_move="cells")
+
+
+def test_a_work_folder_is_not_reused_with_the_bridge_moved_otherwise(tiny_avatar, tiny_avatar_cfg, talking_video):
+    # The bridge stage's file says only its step: tuned from starts moved otherwise, it would be reused as it is.
+    from dataclasses import replace
+
+    from talkhead.avatar.train import train_avatar
+    from talkhead.errors import InputError
+
+    before = tiny_avatar.stat().st_mtime_ns
+    with pytest.raises(InputError, match="other videos or settings"):
+        train_avatar([talking_video[0]], tiny_avatar, replace(tiny_avatar_cfg, bridge_move="latent"), progress=False,
+                     log=lambda *a: None)
+    assert tiny_avatar.stat().st_mtime_ns == before

@@ -106,8 +106,15 @@ def test_the_start_moved_to_the_drawn_mouth_draws_the_frame_and_a_start_out_of_r
     shipped = AvatarRenderer(av, seed=0).crops(motion, idx).astype(np.float32)
     moved = AvatarRenderer(av, seed=0, move_start=True, start=400).crops(motion, idx).astype(np.float32)
     assert moved.shape == shipped.shape and np.abs(moved - shipped).mean() > 0.5
+    # Moved in pixels (the bank frame's crop moved and encoded again): the same move made finer, a start near the
+    # latent one's and not the same.
+    pixels = AvatarRenderer(av, seed=0, move_start=True, start=400, move_pixels=True).crops(motion, idx)
+    apart = np.abs(pixels.astype(np.float32) - moved).mean()
+    assert pixels.shape == shipped.shape and 0.05 < apart < 0.25 * np.abs(moved - shipped).mean()
     with pytest.raises(InputError, match="bridge's start"):
         AvatarRenderer(av, start=1000)
+    with pytest.raises(InputError, match="move_pixels"):
+        AvatarRenderer(av, move_pixels=True)
 
 
 def test_the_start_averaged_at_the_mean_mouth_changes_less_between_frames_and_a_bad_memory_is_refused(tiny_avatar):

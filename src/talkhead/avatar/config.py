@@ -68,6 +68,13 @@ class AvatarTrainConfig:
     # 2026-12-07). 0: the bank teacher ships.
     bridge_steps: int = field(default=1500, metadata={"help": "steps tuning the denoiser as it samples (0: none)"})
     bridge_lr: float = 5e-4
+    # The bridge tuned from the neighbour moved to the frame's mouth (``avatar.flow.MouthFlow``), as drawing moves it
+    # with ``move_start``: the start then says where the lips are, and the engine learns to keep it. "latent": its
+    # latent moved cell by cell; "pixels": its crop moved and encoded again. Neither lifted the lips (lecturer, EDTalk:
+    # +0.00 to +0.01; docs/avatar.md, "The start moved to the drawn mouth"), so the default is "off".
+    bridge_move: str = field(default="off", metadata={
+        "help": "tune the bridge from bank mouths moved to each frame's mouth: off, latent or pixels",
+        "choices": ("off", "latent", "pixels")})
     batch: int = 12  # frame pairs
     lr: float = 1e-3
     student_steps: int = 300
@@ -82,6 +89,8 @@ class AvatarTrainConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.map_detail <= 8:
             raise InputError(f"--map-detail must be 1 to 8, not {self.map_detail}")
+        if self.bridge_move not in ("off", "latent", "pixels"):
+            raise InputError(f"--bridge-move is off, latent or pixels, not {self.bridge_move!r}")
 
 
 def vae_widths(side: int, cfg: AvatarTrainConfig) -> tuple[int, ...]:

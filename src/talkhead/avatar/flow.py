@@ -6,10 +6,11 @@ were, and averaging it over frames (to keep it from flickering) smears edges of 
 ``MouthFlow`` moves an image from one motion's mouth to another's by a thin-plate warp through the points of the
 avatar's rig (fitted to its first face in the crop) moved by each motion: the points speech does not move stay put,
 and so does the crop's border. ``AvatarRenderer(flow=True)`` moves the detail with it, ``move_start=True`` the bank
-latent the bridge starts from (``warp_latent``); ``start_memory`` and ``carry`` steady the moved start. All are off by
-default: they make the lips follow the motion better (speech-driven, on all four bench avatars) but the mouth shimmers
-past the flicker target (docs/avatar.md, 2026-12-06). ``AvatarRenderer(mouth="filmed")`` moves the chosen bank
-frame's real crop itself, and ``mouth="lips"`` puts it on the engine's lower face within ``lips_mask``.
+latent the bridge starts from (``warp_latent``; with ``move_pixels`` its crop, encoded again); ``start_memory`` and
+``carry`` steady the moved start. All are off by default: they make the lips follow the motion better (speech-driven,
+on all four bench avatars) but the mouth shimmers past the flicker target (docs/avatar.md, 2026-12-06).
+``AvatarRenderer(mouth="filmed")`` moves the chosen bank frame's real crop itself, and ``mouth="lips"`` puts it on the
+engine's lower face within ``lips_mask``.
 
 The warp is solved on a coarse grid (every ``step`` pixels) and spread bilinearly to every pixel: a thin-plate
 spline is smooth, and solving it at every pixel of a 256 px crop costs more than the engine's own step.

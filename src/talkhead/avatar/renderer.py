@@ -58,7 +58,7 @@ class AvatarRenderer:
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
                  start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
-                 path: float | None = None, blend: int = 1) -> None:
+                 path: float | None = None, blend: int = 1, move_pixels: bool = False) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with
@@ -78,11 +78,16 @@ class AvatarRenderer:
         the motion better, the mouth shimmers (docs/avatar.md). ``refine``: use the avatar's refiner if it has one
         (``avatar.refiner``; the bank's detail is then not added). ``mouth``: one of ``MOUTHS`` (``_filmed``).
         ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``).
-        ``blend``: the filmed mouth is this many nearest bank mouths, moved and weighted (``mouths.blend_weights``)."""
+        ``blend``: the filmed mouth is this many nearest bank mouths, moved and weighted (``mouths.blend_weights``).
+        ``move_pixels``: the start is moved as the filmed mouth is, the bank frame's crop moved and encoded again
+        (finer than its latent where the grid is 8x down; ``AvatarTrainConfig.bridge_move``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         self._detailing(detail, detail_gain, refine)
         self._moving(flow, move_start, start, start_memory, carry, mouth, blend)
+        if move_pixels and (not self.move_start or start_memory is not None or carry):
+            raise InputError("the start moved in pixels (move_pixels) needs move_start, without start_memory or carry")
+        self.move_pixels = move_pixels
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -194,7 +199,10 @@ class AvatarRenderer:
         """The engine's crops, float [B, S, S, 3], sampled from ``ref`` (the chosen bank frames' latents, or the
         reference) for ``drive`` over the base frames' views ``v``; ``dst``: the drawn mouths' points."""
         a = self.avatar
-        if self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
+        if self.move_pixels:  # the bank frame's crop moved to the drawn mouth, encoded again
+            moved = self._filmed(chosen[:, None], np.ones((len(chosen), 1)), dst, v)
+            ref = a.engine.encode(np.clip(np.round(moved), 0, 255).astype(np.uint8)).to(ref.dtype)
+        elif self.move_start:  # the bank's mouth moved to the drawn one's shape, cell by cell
             ref = self._moved_start(ref.float(), chosen, dst).to(ref.dtype)
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
         z = self._sample(ref, torch.from_numpy(drive), a.maps(drive), context, dst)

@@ -43,7 +43,7 @@ def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
     shape = {"data": asdict(cfg.data), "vae_widths": cfg.vae_widths, "widths": cfg.widths, "patch": cfg.vae_patch,
              "latent": cfg.vae_latent}
     # Settings added later are keys only when set, so that runs made before they existed resume.
-    for k, plain in (("map_detail", 1), ("structure", False), ("vae_4x_up_to", 128)):
+    for k, plain in (("map_detail", 1), ("structure", False), ("vae_4x_up_to", 128), ("bridge_move", "off")):
         if getattr(cfg, k) != plain:
             shape[k] = getattr(cfg, k)
     h = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode())
@@ -170,9 +170,34 @@ def bridge_teacher(work: Path, d: AvatarData, cfg: AvatarTrainConfig, tcfg, prog
     if not _done(path, cfg.bridge_steps):
         train_teacher(None, d.clips, work, replace(tcfg, steps=cfg.bridge_steps, lr=cfg.bridge_lr),
                       name="teacher-bridge", init=init, references=_neighbours(d, cfg, {}), timesteps=grid,
-                      resume=(work / "teacher-bridge.state.pt").exists(), bridge=True, progress=progress)
+                      resume=(work / "teacher-bridge.state.pt").exists(), bridge=True, progress=progress,
+                      move=None if cfg.bridge_move == "off" else _mover(d, cfg.bridge_move, load_engine(init)))
     _bridge(path, grid)
     return path
+
+
+def _mover(d: AvatarData, how: str, engine):
+    """Latents of training frames ``src`` moved to the mouths of training frames ``dst`` (``MouthFlow``), as drawing
+    moves its start (``AvatarRenderer(move_start=...)``): ``latent``, the latents cell by cell; ``pixels``, the crops
+    themselves, encoded again by ``engine`` (finer where the latent grid is 8x down)."""
+    import torch
+
+    from talkhead.avatar.flow import MouthFlow
+
+    flow = MouthFlow(d.crop_points, d.side)
+    points = flow.points(np.concatenate([c["motion"] for c in d.clips]))
+    # Frame i of all the clips is clip_of[i]'s frame i - first[clip_of[i]] (not concatenated: minutes of crops).
+    clip_of = np.repeat(np.arange(len(d.clips)), [len(c["frames"]) for c in d.clips])
+    first = np.concatenate([[0], np.cumsum([len(c["frames"]) for c in d.clips])[:-1]])
+
+    def move(z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        if how == "latent":
+            return flow.warp_latent(z.float(), points[src], points[dst]).to(z.dtype)
+        crops = np.stack([d.clips[clip_of[i]]["frames"][i - first[clip_of[i]]] for i in src.tolist()])
+        moved = flow.warp(torch.from_numpy(crops).float(), points[src], points[dst])
+        return engine.encode(moved.round().clamp(0, 255).to(torch.uint8).numpy()).to(z.dtype)
+
+    return move
 
 
 def _refiner_key(engine_files: list[Path], cfg: AvatarTrainConfig) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -120,8 +121,11 @@ class FramePairs:
         if self.bank is None:
             reference = self.references[self.clip_of[i]]
         else:  # both frames of a pair start from the first one's banked mouth, as neighbours do when drawn
-            reference = self.latents[self.bank[i, torch.randint(0, self.bank.shape[1], (batch,), generator=gen)]]
+            banked = self.bank[i, torch.randint(0, self.bank.shape[1], (batch,), generator=gen)]
+            reference = self.latents[banked]
         out = {"x0": self.latents[pair], "motion": self.motion[pair], "reference": reference, "index": pair}
+        if self.bank is not None:
+            out["reference_index"] = banked
         if self.maps is not None:
             out["geometry"] = self.maps[pair]
         if self.context is not None:
@@ -195,14 +199,19 @@ class BridgeObjective:
     ``timesteps[0]``, a bank mouth of the person, not the frame. The eps objective only ever saw the frame itself
     noised, so from the reference it keeps much of the reference's mouth. Here x at each of the bridge's timesteps is
     what a DDIM run from the noised reference passes through when its x0 is right (the frame), and the net's x0 there
-    is scored against the frame, in latents (with the temporal term) and, decoded, in pixels."""
+    is scored against the frame, in latents (with the temporal term) and, decoded, in pixels. ``move``: the reference
+    latents [B, ...] of frames ``src`` [B] moved to the mouths of frames ``dst`` [B] (indices into ``data``'s frames),
+    as drawing with ``move_start`` moves the bank's mouth to the drawn one before the bridge starts from it."""
 
-    def __init__(self, engine: LatentEngine, data: FramePairs, cfg: LatentTrainConfig, timesteps: list[int]) -> None:
-        self.engine, self.data, self.cfg, self.timesteps = engine, data, cfg, list(timesteps)
+    def __init__(self, engine: LatentEngine, data: FramePairs, cfg: LatentTrainConfig, timesteps: list[int],
+                 move: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None) -> None:
+        self.engine, self.data, self.cfg, self.timesteps, self.move = engine, data, cfg, list(timesteps), move
 
     def __call__(self, module: nn.Module, gen: torch.Generator, step: int) -> Tensor:
         cfg, eng = self.cfg, self.engine
         b = self.data.sample(cfg.batch, gen)
+        if self.move is not None:
+            b["reference"] = self.move(b["reference"], b["reference_index"], b["index"][:, 0])
         x0 = _diffusion_pairs(eng, b)
         ref = eng.to_diffusion(b["reference"], b["reference"])[:, None].expand_as(x0)
         a0, s0 = (v.float() for v in eng.schedule.alpha_sigma(self.timesteps[0]))
@@ -238,13 +247,15 @@ def new_engine(vae: str | Path | FaceVAE, clips: list[dict], cfg: LatentConfig =
 def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict], out: str | Path,
                   cfg: LatentTrainConfig = LatentTrainConfig(), net: LatentConfig = LatentConfig(), resume: bool = False,
                   progress: bool = True, timesteps: list[int] | None = None, name: str = "teacher",
-                  init: str | Path | None = None, references: np.ndarray | None = None, bridge: bool = False) -> dict:
+                  init: str | Path | None = None, references: np.ndarray | None = None, bridge: bool = False,
+                  move: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None) -> dict:
     """Train the noise-predicting teacher; writes ``{name}.safetensors`` (a whole engine) in ``out``.
 
     ``faces``: a crops folder or the clips themselves (``FramePairs``); ``timesteps``: the teacher's DDIM grid
     (default 50 steps), which its students distil. ``init``: an engine file to start from (its statistics and
     weights: a fine-tune); ``references``: per-frame reference candidates (``FramePairs``); ``bridge``: trained as
-    the bridge from the reference samples it over ``timesteps`` (``BridgeObjective``), not the eps objective.
+    the bridge from the reference samples it over ``timesteps`` (``BridgeObjective``, its references moved by
+    ``move``), not the eps objective.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -270,11 +281,12 @@ def train_teacher(vae_path: str | Path | FaceVAE, faces: str | Path | list[dict]
         engine.net.load_state_dict(avg.state_dict())
         save_engine(out / f"{name}.safetensors", engine, {"train": {
             "faces": _source(faces), "objective": "bridge" if bridge else "teacher", "step": step, **asdict(cfg),
-            "pairs": len(data.first),
-            "init": None if init is None else Path(init).name, "bank": references is not None,
+            "pairs": len(data.first), "init": None if init is None else Path(init).name,
+            "bank": references is not None, "moved": move is not None,
             "wall_s": round(time.time() - t0, 1)}})
 
-    objective = BridgeObjective(engine, data, cfg, engine.timesteps) if bridge else TeacherObjective(engine, data, cfg)
+    objective = (BridgeObjective(engine, data, cfg, engine.timesteps, move) if bridge
+                 else TeacherObjective(engine, data, cfg))
     result = fit(engine.net, objective, fit_cfg, state, on_checkpoint=save,
                  resume=resume, desc=f"latent {name}", progress=progress)
     return {"steps": result.step, "loss_last": float(np.mean(result.losses[-50:])) if result.losses else None}
