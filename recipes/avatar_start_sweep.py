@@ -45,6 +45,8 @@ from talkhead.pipeline import for_renderer, motion_from_speech, speech_from_reco
 from talkhead.warp.renderer import WarpRenderer
 
 WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400": {"move_start": True, "start": 400},
+        # The start moved in pixels (the bank frame's crop moved and encoded again), as ``--bridge-move pixels`` trains.
+        "start moved in pixels": {"move_start": True, "move_pixels": True},
         "start and detail moved, t0 400": {"move_start": True, "start": 400, **FLOW},
         "start and detail moved, t0 600": {"move_start": True, "start": 600, **FLOW},
         # Steadier (2026-12-06): the moved start averaged over frames at the bank's mean mouth.
