@@ -1,10 +1,12 @@
 """Issue 48: the bank's detail moved to the drawn mouth (``AvatarRenderer(flow=True)``, docs/avatar.md). One trained
 avatar (``bash recipes/avatar.sh`` made it) re-enacts its pair's held-out video as shipped, then with the detail moved
-at each detail memory and gain given (``:still``: the detail not moved, only its gain and memory changed), measured as
+at each detail memory and gain given (``:still``: the detail not moved, only its gain and memory changed; ``:still:K``:
+the detail of the K bank mouths nearest the drawn one, blended: ``AvatarRenderer(detail_blend=K)``), measured as
 ``talkhead bench avatar`` measures it. One JSON line per way.
-Usage: python recipes/avatar_flow_sweep.py WORK PAIR [FRAMES] [MEMORY:GAIN[:still] ...]  (FRAMES 0: all held out)
+Usage: python recipes/avatar_flow_sweep.py WORK PAIR [FRAMES] [MEMORY:GAIN[:still[:K]] ...]  (FRAMES 0: all held out)
   python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.7:1.2 0.7:1.3 0.6:1.3 0.8:1.5
   python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.7:2:still 0.7:3:still 0.85:3:still
+  python recipes/avatar_flow_sweep.py runs/avatar-bench andrew 0 0.3:1:still:4 0.5:1.2:still:4
 """
 
 import json
@@ -24,10 +26,11 @@ if n:
 real = _crops(h["real"], h["affine"], avatar.side)
 ways = [("shipped", {})]
 for arg in sys.argv[4:]:
-    memory, gain, *still = arg.split(":")
-    moved = still != ["still"]
-    ways.append((f"{'moved' if moved else 'not moved'}, memory {float(memory):g} gain {float(gain):g}",
-                 {"flow": moved, "detail": float(memory), "detail_gain": float(gain)}))
+    memory, gain, *rest = arg.split(":")
+    moved, blend = "still" not in rest, int(rest[1]) if len(rest) > 1 else 1
+    ways.append((f"{'moved' if moved else 'not moved'}, memory {float(memory):g} gain {float(gain):g}"
+                 + (f", blend {blend}" if blend > 1 else ""),
+                 {"flow": moved, "detail": float(memory), "detail_gain": float(gain), "detail_blend": blend}))
 for label, drawing in ways:
     drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
     row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])

@@ -47,6 +47,8 @@ from talkhead.warp.renderer import WarpRenderer
 WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400": {"move_start": True, "start": 400},
         # The start moved in pixels (the bank frame's crop moved and encoded again), as ``--bridge-move pixels`` trains.
         "start moved in pixels": {"move_start": True, "move_pixels": True},
+        # The bank's detail as shipped until 2026-12-07: the chosen frame's alone, memory 0.7, gain 1.2.
+        "detail of the chosen frame, memory 0.7 gain 1.2": {"detail": 0.7, "detail_gain": 1.2, "detail_blend": 1},
         "start and detail moved, t0 400": {"move_start": True, "start": 400, **FLOW},
         "start and detail moved, t0 600": {"move_start": True, "start": 600, **FLOW},
         # Steadier (2026-12-06): the moved start averaged over frames at the bank's mean mouth.

@@ -204,3 +204,24 @@ def test_the_filmed_lips_are_the_filmed_mouth_on_the_lips_and_the_engines_away_f
     w = lips_mask(r.mouth.points(drive).numpy(), av.side)
     assert (w > 0.99).sum() > 20 and (w < 0.01).mean() > 0.5  # the lips, and most of the crop not
     assert np.abs(lips - filmed)[w > 0.99].max() <= 1.0 and np.abs(lips - engine)[w < 0.01].max() <= 1.0
+
+
+def test_the_blended_detail_follows_the_mouth_not_the_bank_frame_and_a_bad_blend_is_refused(tiny_avatar):
+    # The detail of the 4 bank mouths nearest the drawn one: where the bank's chosen frame flips every frame and the
+    # mouth asked stays, it stays too (memory 0: nothing averaged); the chosen frame's alone flips with it.
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    n, far = 6, len(av.bank["latent"]) - 1
+    chosen = np.array([0, far] * (n // 2))
+    motion = np.zeros((n, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = 0.4
+
+    def change(blend: int) -> float:
+        r = AvatarRenderer(av, seed=0, detail=0.0, detail_gain=1.0, detail_blend=blend)
+        out = r._add_detail(np.zeros((n, av.side, av.side, 3), np.float32), chosen, r.keys(motion))
+        return float(np.abs(out[1:] - out[:-1]).mean())
+
+    assert change(4) < 1e-6 < 0.5 < change(1)
+    with pytest.raises(InputError, match="detail blends"):
+        AvatarRenderer(av, detail_blend=0)

@@ -26,13 +26,16 @@ from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
 
-# How much of the running average of the bank's detail each frame keeps, and its gain: averaging the detail
-# of bank frames that change every few frames cancels part of it (detail against flicker). cap12 -> cap13, all
-# 765 frames (2026-12-03), detail / flicker as ratios to the real video's, lower-face PSNR: memory 0.6 gain 1
-# 0.66x 1.19x 28.90 dB; 0.7 gain 1 0.62x 1.14x; 0.6 gain 1.3 1.00x 1.27x 28.53 dB; 0.8 gain 1.3 0.84x 1.13x
-# 28.63 dB; 0.7 gain 1.2 0.82x 1.17x 28.72 dB (targets: detail 0.8-1.25x, flicker <= 1.2x).
-DETAIL_MEMORY = 0.7
-DETAIL_GAIN = 1.2
+# How much of the running average of the bank's detail each frame keeps, its gain, and how many bank mouths nearest
+# the drawn one it is blended from: averaging the detail of bank frames that change every few frames cancels part of
+# it (detail against flicker), and smears lip edges of different mouths into each other. Until 2026-12-07 the chosen
+# frame's alone, memory 0.7, gain 1.2 (chosen on cap12, 2026-12-03). Blended from the 4 nearest mouths, the detail
+# changes as the mouth does, not when the bank jumps, and can be averaged less: re-enacting the lecturer / EDTalk /
+# cap12, lip r 0.798 / 0.689 / 0.974 -> 0.871 / 0.656 / 0.971, PSNR +0.02 / +0.46 / -0.07 dB, cap12's detail 0.84 ->
+# 0.90x and flicker 1.10 -> 1.14x (targets 0.8-1.25x, <= 1.2x; docs/avatar.md, 2026-12-07 afternoon).
+DETAIL_MEMORY = 0.5
+DETAIL_GAIN = 1.3
+DETAIL_BLEND = 4
 MOUTHS = AVATAR_MOUTHS  # the filmed mouth alone takes ``carry``: this share of each frame is the one before, moved
 
 
@@ -58,7 +61,8 @@ class AvatarRenderer:
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
                  start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
-                 path: float | None = None, blend: int = 1, move_pixels: bool = False) -> None:
+                 path: float | None = None, blend: int = 1, move_pixels: bool = False,
+                 detail_blend: int = DETAIL_BLEND) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with
@@ -80,7 +84,9 @@ class AvatarRenderer:
         ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``).
         ``blend``: the filmed mouth is this many nearest bank mouths, moved and weighted (``mouths.blend_weights``).
         ``move_pixels``: the start is moved as the filmed mouth is, the bank frame's crop moved and encoded again
-        (finer than its latent where the grid is 8x down; ``AvatarTrainConfig.bridge_move``)."""
+        (finer than its latent where the grid is 8x down; ``AvatarTrainConfig.bridge_move``). ``detail_blend``: the
+        detail added is that of this many bank mouths nearest the drawn one, weighted (``mouths.blend_weights``), not
+        the chosen frame's alone (1, as before 2026-12-07): it changes as the mouth does, not when the bank jumps."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
         self._detailing(detail, detail_gain, refine)
@@ -88,6 +94,9 @@ class AvatarRenderer:
         if move_pixels and (not self.move_start or start_memory is not None or carry):
             raise InputError("the start moved in pixels (move_pixels) needs move_start, without start_memory or carry")
         self.move_pixels = move_pixels
+        if not isinstance(detail_blend, int) or detail_blend < 1:
+            raise InputError(f"the detail blends a whole number of bank mouths, at least 1, not {detail_blend!r}")
+        self.detail_blend = detail_blend  # the moved detail (``flow``) is the chosen frame's alone
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -186,7 +195,7 @@ class AvatarRenderer:
                       else (chosen[:, None], np.ones((len(chosen), 1))))
         if self.filmed:
             return np.clip(np.round(self._filmed(*mouths, dst, v)), 0, 255).astype(np.uint8)
-        crops = self._engine(ref, drive, v, chosen, dst)
+        crops = self._engine(ref, drive, v, chosen, dst, keys)
         if self.lips:  # the engine's lower face, its lips and a band around them the person's filmed ones
             from talkhead.avatar.flow import lips_mask
 
@@ -195,9 +204,10 @@ class AvatarRenderer:
         return np.clip(np.round(crops), 0, 255).astype(np.uint8)
 
     def _engine(self, ref: torch.Tensor, drive: np.ndarray, v: Views, chosen: np.ndarray | None,
-                dst: torch.Tensor | None) -> np.ndarray:
+                dst: torch.Tensor | None, keys: np.ndarray | None) -> np.ndarray:
         """The engine's crops, float [B, S, S, 3], sampled from ``ref`` (the chosen bank frames' latents, or the
-        reference) for ``drive`` over the base frames' views ``v``; ``dst``: the drawn mouths' points."""
+        reference) for ``drive`` over the base frames' views ``v``; ``dst``: the drawn mouths' points, ``keys``
+        their bank keys."""
         a = self.avatar
         if self.move_pixels:  # the bank frame's crop moved to the drawn mouth, encoded again
             moved = self._filmed(chosen[:, None], np.ones((len(chosen), 1)), dst, v)
@@ -214,7 +224,7 @@ class AvatarRenderer:
             crops = self._refine(crops, chosen, dst, v)
         if self.memory is not None:
             crops = (self._add_moved_detail(crops, chosen, dst) if self.move_detail
-                     else self._add_detail(crops, chosen))
+                     else self._add_detail(crops, chosen, keys))
         return crops
 
     def _sample(self, ref: torch.Tensor, drive: torch.Tensor, geometry: torch.Tensor | None, context: torch.Tensor,
@@ -267,11 +277,15 @@ class AvatarRenderer:
             averages.append(self._start)
         return self.mouth.warp_latent(torch.stack(averages), mean, dst)
 
-    def _add_detail(self, crops: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    def _add_detail(self, crops: np.ndarray, chosen: np.ndarray, keys: np.ndarray) -> np.ndarray:
         """Crops (float) with their bank frames' detail added, as a running average: a bank frame changes every
-        few frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's)."""
-        for k, i in enumerate(chosen):
-            self._detail = running(self._detail, self.avatar.detail(int(i)), self.memory)
+        few frames, and its detail (with the camera's noise) would otherwise flicker (1.8x the real video's). With
+        ``detail_blend``, each frame's is the blend of the bank mouths nearest its ``keys``."""
+        mouths, weights = ((chosen[:, None], np.ones((len(chosen), 1))) if self.detail_blend == 1
+                           else blend_weights(keys, self.bank.keys, min(self.detail_blend, len(self.bank.keys))))
+        for k in range(len(chosen)):
+            d = sum(w * self.avatar.detail(int(i)) for i, w in zip(mouths[k], weights[k]) if w > 0)
+            self._detail = running(self._detail, d, self.memory)
             crops[k] += self.gain * self._detail
         return crops
 
