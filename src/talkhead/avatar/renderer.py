@@ -82,21 +82,12 @@ class AvatarRenderer:
         the motion better, the mouth shimmers (docs/avatar.md). ``refine``: use the avatar's refiner if it has one
         (``avatar.refiner``; the bank's detail is then not added). ``mouth``: one of ``MOUTHS`` (``_filmed``).
         ``path``: bank frames chosen along the batch's least-cost path, a jump costing this (``MouthBank.path``).
-        ``blend``: the filmed mouth is this many nearest bank mouths, moved and weighted (``mouths.blend_weights``).
-        ``move_pixels``: the start is moved as the filmed mouth is, the bank frame's crop moved and encoded again
-        (finer than its latent where the grid is 8x down; ``AvatarTrainConfig.bridge_move``). ``detail_blend``: the
-        detail added is that of this many bank mouths nearest the drawn one, weighted (``mouths.blend_weights``), not
-        the chosen frame's alone (1, as before 2026-12-07): it changes as the mouth does, not when the bank jumps."""
+        ``blend`` / ``detail_blend``: the filmed mouth / the detail is this many nearest bank mouths' weighted
+        (``mouths.blend_weights``). ``move_pixels``: the start moved in pixels (``AvatarTrainConfig.bridge_move``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
-        self._detailing(detail, detail_gain, refine)
-        self._moving(flow, move_start, start, start_memory, carry, mouth, blend)
-        if move_pixels and (not self.move_start or start_memory is not None or carry):
-            raise InputError("the start moved in pixels (move_pixels) needs move_start, without start_memory or carry")
-        self.move_pixels = move_pixels
-        if not isinstance(detail_blend, int) or detail_blend < 1:
-            raise InputError(f"the detail blends a whole number of bank mouths, at least 1, not {detail_blend!r}")
-        self.detail_blend = detail_blend  # the moved detail (``flow``) is the chosen frame's alone
+        self._detailing(detail, detail_gain, refine, detail_blend)
+        self._moving(flow, move_start, start, start_memory, carry, mouth, blend, move_pixels)
         a = self.avatar
         self.base = a.base if frames is None else frames
         self.affine = a.base_affine if affines is None else affines
@@ -114,11 +105,13 @@ class AvatarRenderer:
         # Speech-driven motion opens the mouth in the person's own range (``pipeline.stream``); a re-enacted
         # video's fitted motion is already theirs.
         self.lip_range = a.lip_range() if self.loop else None
-        h, w = self.base.shape[1:3]
-        self.size = (w, h)
+        self.size = (self.base.shape[2], self.base.shape[1])
 
-    def _detailing(self, detail: float | None, gain: float, refine: bool) -> None:
+    def _detailing(self, detail: float | None, gain: float, refine: bool, blend: int) -> None:
         """What the drawn crop gets back of the person's real pixels: the refiner, else the bank's detail."""
+        if not isinstance(blend, int) or blend < 1:
+            raise InputError(f"the detail blends a whole number of bank mouths, at least 1, not {blend!r}")
+        self.detail_blend = blend  # the moved detail (``flow``) is the chosen frame's alone
         if detail is not None and not 0.0 <= detail < 1.0:
             raise InputError(f"the detail memory must be in [0, 1), not {detail}")
         if not 0.0 <= gain <= 3.0:
@@ -129,7 +122,7 @@ class AvatarRenderer:
         self._detail: np.ndarray | torch.Tensor | None = None  # the running average (a tensor when moved)
 
     def _moving(self, flow: bool, move_start: bool, start: int | None, start_memory: float | None,
-                carry: float, mouth: str, blend: int) -> None:
+                carry: float, mouth: str, blend: int, move_pixels: bool) -> None:
         """What of the bank's mouth is moved to the drawn one's shape (``flow``, ``move_start``, ``mouth``, how many
         bank mouths the filmed one is blended from: ``blend``); the bridge's start."""
         if mouth not in MOUTHS or (mouth != "engine" and self.avatar.bank is None):
@@ -150,6 +143,9 @@ class AvatarRenderer:
         self.timesteps = None if start is None else [start, start // 2]
         self.move_detail = flow and self.memory is not None
         self.move_start = move_start and self.avatar.bank is not None
+        if move_pixels and (not self.move_start or start_memory is not None or carry):
+            raise InputError("the start moved in pixels (move_pixels) needs move_start, without start_memory or carry")
+        self.move_pixels = move_pixels
         # The last frame drawn (its latent and its mouth's points); without a bank there is no moved start to carry.
         self.carry, self._last = carry if self.move_start or self.filmed else 0.0, None
         self.mouth = None  # ``MouthFlow``, where anything is moved to the drawn mouth
