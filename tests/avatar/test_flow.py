@@ -225,3 +225,21 @@ def test_the_blended_detail_follows_the_mouth_not_the_bank_frame_and_a_bad_blend
     assert change(4) < 1e-6 < 0.5 < change(1)
     with pytest.raises(InputError, match="detail blends"):
         AvatarRenderer(av, detail_blend=0)
+
+
+def test_each_bank_detail_is_decoded_once_while_it_is_among_the_latest(tiny_avatar):
+    # The blended detail reads 4 bank details a frame; consecutive frames share most of them, and each read was a
+    # JPEG decode. Counted on the avatar itself: a second draw of the same mouths decodes nothing.
+    av = load_avatar(tiny_avatar)
+    decode, calls = av.detail, []
+    av.detail = lambda i: calls.append(i) or decode(i)
+    motion = np.zeros((12, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 12)
+    r = AvatarRenderer(av, seed=0)
+    idx = np.arange(12) % len(av.base)
+    r.crops(motion, idx)
+    assert calls and len(calls) == len(set(calls)) == len(r._details)
+    assert all(np.array_equal(d, decode(i)) for i, d in r._details.items())
+    calls.clear()
+    r.crops(motion, idx)
+    assert calls == []
