@@ -243,3 +243,27 @@ def test_each_bank_detail_is_decoded_once_while_it_is_among_the_latest(tiny_avat
     calls.clear()
     r.crops(motion, idx)
     assert calls == []
+
+
+def test_the_detail_fades_where_the_drawn_mouth_is_far_from_every_bank_mouth(tiny_avatar):
+    # A bank mouth's own key keeps all its detail at any reach; a key far from every bank key gets none. Drawn, a
+    # reach far beyond the bank draws as without one, and a reach near 0 as without the detail.
+    from talkhead.errors import InputError
+
+    av = load_avatar(tiny_avatar)
+    r = AvatarRenderer(av, detail_reach=0.5)
+    keys = r.bank.keys[:6]
+    assert np.array_equal(r._detail_fade(keys), np.ones(6))
+    assert np.array_equal(r._detail_fade(keys + 1e3), np.zeros(6))
+    motion = np.asarray(av.bank["motion"][:6], np.float32).copy()
+    motion[:, SPEC["jawOpen"]] = 1.0
+    idx = np.arange(6) % len(av.base)
+
+    def drawn(**detail) -> np.ndarray:
+        return AvatarRenderer(av, seed=0, **detail).crops(motion, idx).astype(np.float32)
+
+    assert np.array_equal(drawn(detail_reach=1e6), drawn())
+    assert np.array_equal(drawn(detail_reach=1e-6), drawn(detail=None))
+    assert np.abs(drawn() - drawn(detail=None)).mean() > 0.5
+    with pytest.raises(InputError, match="reach"):
+        AvatarRenderer(av, detail_reach=0.0)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from talkhead.avatar.file import LOWER, Avatar, Views, load_avatar
-from talkhead.avatar.mouths import MouthBank, blend_weights, mouth_keys
+from talkhead.avatar.mouths import MouthBank, blend_weights, distances, mouth_keys
 from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
@@ -62,7 +62,7 @@ class AvatarRenderer:
                  colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
                  start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
                  path: float | None = None, blend: int = 1, move_pixels: bool = False,
-                 detail_blend: int = DETAIL_BLEND) -> None:
+                 detail_blend: int = DETAIL_BLEND, detail_reach: float | None = None) -> None:
         """Given ``frames`` (an array, or frames read forward as they are drawn: ``face.track.ForwardFrames``),
         their crop maps ``affines``, fitted ``motion`` and mask points ``points`` (``Avatar.mask_points``) replace
         the avatar's base (``reenact``). ``detail``: the bank frames' detail is added back, averaged over frames with
@@ -86,7 +86,7 @@ class AvatarRenderer:
         (``mouths.blend_weights``). ``move_pixels``: the start moved in pixels (``AvatarTrainConfig.bridge_move``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
         self.window, self.colour = window, colour
-        self._detailing(detail, detail_gain, refine, detail_blend)
+        self._detailing(detail, detail_gain, refine, detail_blend, detail_reach)
         self._moving(flow, move_start, start, start_memory, carry, mouth, blend, move_pixels)
         a = self.avatar
         self.base = a.base if frames is None else frames
@@ -107,8 +107,14 @@ class AvatarRenderer:
         self.lip_range = a.lip_range() if self.loop else None
         self.size = (self.base.shape[2], self.base.shape[1])
 
-    def _detailing(self, detail: float | None, gain: float, refine: bool, blend: int) -> None:
-        """What the drawn crop gets back of the person's real pixels: the refiner, else the bank's detail."""
+    def _detailing(self, detail: float | None, gain: float, refine: bool, blend: int, reach: float | None) -> None:
+        """What the drawn crop gets back of the person's real pixels: the refiner, else the bank's detail. ``reach``
+        (``detail_reach``): the detail fades where the drawn mouth is far from every bank mouth, whole up to this
+        many times the bank mouths' own spread (their keys' RMS distance from their mean) and gone at twice that:
+        there the nearest mouths' detail is another mouth's (docs/avatar.md)."""
+        if reach is not None and not reach > 0:
+            raise InputError(f"the detail's reach must be above 0, not {reach}")
+        self.detail_reach = reach
         if not isinstance(blend, int) or blend < 1:
             raise InputError(f"the detail blends a whole number of bank mouths, at least 1, not {blend!r}")
         self.detail_blend = blend  # the moved detail (``flow``) is the chosen frame's alone
@@ -280,11 +286,19 @@ class AvatarRenderer:
         ``detail_blend``, each frame's is the blend of the bank mouths nearest its ``keys``."""
         mouths, weights = ((chosen[:, None], np.ones((len(chosen), 1))) if self.detail_blend == 1
                            else blend_weights(keys, self.bank.keys, min(self.detail_blend, len(self.bank.keys))))
+        fade = np.ones(len(chosen)) if self.detail_reach is None else self._detail_fade(keys)
         for k in range(len(chosen)):
-            d = sum(w * self._bank_detail(int(i)) for i, w in zip(mouths[k], weights[k]) if w > 0)
+            d = fade[k] * sum(w * self._bank_detail(int(i)) for i, w in zip(mouths[k], weights[k]) if w > 0)
             self._detail = running(self._detail, d, self.memory)
             crops[k] += self.gain * self._detail
         return crops
+
+    def _detail_fade(self, keys: np.ndarray) -> np.ndarray:
+        """Per drawn mouth (bank ``keys``), the share of the bank's detail it gets (``detail_reach``)."""
+        bank = self.bank.keys
+        spread = float(np.sqrt(((bank - bank.mean(0)) ** 2).sum(1).mean()))
+        near = np.sqrt(distances(keys, bank).min(1))
+        return np.clip(2.0 - near / (self.detail_reach * max(spread, 1e-6)), 0.0, 1.0)
 
     def _add_moved_detail(self, crops: np.ndarray, chosen: np.ndarray, dst: torch.Tensor) -> np.ndarray:
         """As ``_add_detail``, with the average kept at one mouth shape (the bank's mean): each bank frame's detail
