@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from talkhead.avatar.file import load_avatar
-from talkhead.avatar.mouths import distances
+from talkhead.avatar.mouths import beyond
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.bench.avatar import AvatarBenchConfig, _crops, _held_out, _pair_videos, _redraw, face_metrics
 
@@ -41,9 +41,7 @@ for arg in sys.argv[4:]:
                  {"flow": moved, "detail": float(memory), "detail_gain": float(gain), "detail_blend": blend,
                   "detail_reach": reach}))
 r = AvatarRenderer(avatar)
-bank = r.bank.keys
-near = np.sqrt(distances(r.keys(h["motion"]), bank).min(1))
-ratio = near / np.sqrt(((bank - bank.mean(0)) ** 2).sum(1).mean())
+ratio = beyond(r.keys(h["motion"]), r.bank.keys)
 for label, drawing in ways:
     drawn, ms = _redraw(avatar, h, cfg.seed, **drawing)
     row = face_metrics(_crops(drawn, h["affine"], avatar.side), real, h["paste"])

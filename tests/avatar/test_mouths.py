@@ -8,6 +8,7 @@ import pytest
 from talkhead.avatar.mouths import (
     AS_POINTS,
     MouthBank,
+    beyond,
     blend_weights,
     distances,
     lip_points,
@@ -166,3 +167,12 @@ def test_novelty_is_the_nearest_bank_mouth_and_a_shifted_take_is_told_apart(keys
     shifted = k + 3.0  # the whole take's mouths 3 % of the side off in every coordinate
     near, matched = novelty(shifted, k)
     assert np.median(near) > 9.0 and np.allclose(matched, 0.0, atol=1e-3)
+
+
+def test_beyond_is_the_nearest_bank_mouth_over_the_banks_spread(keys):
+    k = keys[0]
+    spread = np.sqrt(((k - k.mean(0)) ** 2).sum(1).mean())
+    assert np.allclose(beyond(k, k), 0.0, atol=1e-3)
+    far = k[:5] + 10 * spread  # every coordinate 10 spreads off: far outside every bank mouth
+    assert (beyond(far, k) > 10).all()
+    assert np.allclose(beyond(k[:5] * 2, k * 2), beyond(k[:5], k))  # a bank's size does not change it

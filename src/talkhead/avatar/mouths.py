@@ -82,6 +82,13 @@ def novelty(keys: np.ndarray, bank: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.sqrt(distances(keys, bank).min(1)), np.sqrt(distances(moved, bank).min(1))
 
 
+def beyond(keys: np.ndarray, bank: np.ndarray) -> np.ndarray:
+    """Per driving key [T, D], the distance to the nearest bank key [N, D] over the bank keys' spread (their RMS
+    distance from their mean): how far outside the mouths the bank holds each one lies, whatever the bank's size."""
+    spread = float(np.sqrt(((bank - bank.mean(0)) ** 2).sum(1).mean()))
+    return np.sqrt(distances(keys, bank).min(1)) / max(spread, 1e-6)
+
+
 def neighbours(keys: np.ndarray, k: int, exclude: int, clip_of: np.ndarray | None = None,
                at: np.ndarray | None = None) -> np.ndarray:
     """Per frame of keys [N, D], its ``k`` nearest frames [N, k] at least ``exclude`` frames away (same clip)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from talkhead.avatar.file import LOWER, Avatar, Views, load_avatar
-from talkhead.avatar.mouths import MouthBank, blend_weights, distances, mouth_keys
+from talkhead.avatar.mouths import MouthBank, beyond, blend_weights, mouth_keys
 from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
@@ -295,10 +295,7 @@ class AvatarRenderer:
 
     def _detail_fade(self, keys: np.ndarray) -> np.ndarray:
         """Per drawn mouth (bank ``keys``), the share of the bank's detail it gets (``detail_reach``)."""
-        bank = self.bank.keys
-        spread = float(np.sqrt(((bank - bank.mean(0)) ** 2).sum(1).mean()))
-        near = np.sqrt(distances(keys, bank).min(1))
-        return np.clip(2.0 - near / (self.detail_reach * max(spread, 1e-6)), 0.0, 1.0)
+        return np.clip(2.0 - beyond(keys, self.bank.keys) / self.detail_reach, 0.0, 1.0)
 
     def _add_moved_detail(self, crops: np.ndarray, chosen: np.ndarray, dst: torch.Tensor) -> np.ndarray:
         """As ``_add_detail``, with the average kept at one mouth shape (the bank's mean): each bank frame's detail
