@@ -34,7 +34,7 @@ for pair in pairs:
     for f in (src / f"{pair}.avatar.work").glob("*"):
         if f.name.startswith(keep) and not (w / f.name).exists():
             shutil.copy(f, w / f.name)
-    for f in [*src.glob("*-first.mp4"), *src.glob("*-rest.mp4")]:  # the pairs' split videos
+    for f in [*src.glob("*-first*.mp4"), *src.glob("*-rest*.mp4")]:  # the pairs' split videos
         if not (work / f.name).exists():
             shutil.copy(f, work / f.name)
     result, _ = measure_pair(pair, cfg, work, progress=False)

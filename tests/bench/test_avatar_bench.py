@@ -76,3 +76,17 @@ def test_the_command_names_an_unknown_pair_or_a_missing_folder(tmp_path, capsys)
     assert main([*base[:-1], str(tmp_path / "none")]) == 2
     assert "no such folder of videos" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_video_split_at_another_time_is_split_again(talking_video, tmp_path):
+    """The bench's pairs are one video cut in two: a cut at another time in the same folder is made again, not the
+    first cut read back (recipes/avatar_short.py cuts a pair's training video shorter)."""
+    from talkhead.bench.avatar import _split_video
+    from talkhead.video import probe
+
+    video = talking_video[0]
+    total = probe(video)["video_frames"]
+    first, rest = _split_video(video, 1.0, tmp_path)
+    assert (probe(first)["video_frames"], probe(rest)["video_frames"]) == (25, total - 25)
+    short, _ = _split_video(video, 0.4, tmp_path)
+    assert probe(short)["video_frames"] == 10 and probe(first)["video_frames"] == 25

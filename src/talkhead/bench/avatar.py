@@ -136,14 +136,15 @@ def by_pose(novelty: np.ndarray, crops: dict[str, np.ndarray], real: np.ndarray,
 
 
 def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
-    """The first ``at_s`` seconds and the rest, as two silent 25 fps videos (made once)."""
+    """The first ``at_s`` seconds and the rest, as two silent 25 fps videos (made once; named by the frame they are
+    cut at, so that a cut elsewhere in the same folder is made again rather than read back)."""
     import itertools
 
     from talkhead.video import iter_frames, write_mp4
 
-    a, b = work / f"{src.stem}-first.mp4", work / f"{src.stem}-rest.mp4"
+    k = int(at_s * FPS)
+    a, b = work / f"{src.stem}-first{k}.mp4", work / f"{src.stem}-rest{k}.mp4"
     if not (a.exists() and b.exists()):
-        k = int(at_s * FPS)
         write_mp4(a, itertools.islice(iter_frames(src, 25), k), None)  # streamed: neither part held whole
         write_mp4(b, itertools.islice(iter_frames(src, 25), k, None), None)
     return a, b
