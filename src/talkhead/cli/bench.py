@@ -41,9 +41,12 @@ def _cmd_bench_avatar(args: argparse.Namespace) -> None:
     unknown = sorted(set(cfg.pairs) - set(PAIRS))
     if unknown:
         raise InputError(f"unknown pair {unknown[0]!r}; known: {', '.join(PAIRS)}")
-    for folder in (cfg.videos, cfg.talking):
-        if not Path(folder).is_dir():
-            raise InputError(f"no such folder of videos: {folder} (see shared/data/videos/README.md)")
+    folders = {"videos": cfg.videos, "talking": cfg.talking, "extra": cfg.extra}
+    for kind in dict.fromkeys(PAIRS[p][0] for p in cfg.pairs):  # only the folders the pairs asked for
+        if not Path(folders[kind]).is_dir():
+            made = ("python recipes/talking_clips.py makes it" if kind == "extra"
+                    else "see shared/data/videos/README.md")
+            raise InputError(f"no such folder of videos: {folders[kind]} ({made})")
     run_avatar_bench(args.out, cfg, progress=not args.quiet)
     print(f"wrote {Path(args.out) / 'avatar.json'}, avatar.png and avatar_sheet.png")
 
@@ -219,7 +222,7 @@ def _register_faces(bsub: argparse._SubParsersAction) -> None:
     lt.set_defaults(func=_cmd_bench_latent)
     av = bsub.add_parser("avatar", help="avatars learnt from real video re-enacting held-out video, beside warp and retrieval")
     av.add_argument("--out", required=True, help="folder: avatar.json, avatar.png, avatar_sheet.png")
-    add_config_flags(av, AvatarBenchConfig, only=("work", "videos", "talking", "pairs"))
+    add_config_flags(av, AvatarBenchConfig, only=("work", "videos", "talking", "extra", "pairs"))
     av.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     av.add_argument("--quiet", action="store_true")
     add_video_limit(av)
