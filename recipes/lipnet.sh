@@ -67,3 +67,10 @@ if [ -d corpus/extra3 ]; then
     talkhead bench lips --videos corpus/extra3 --corpus corpus/talking-x3 --people "$people" \
         --out "${BENCH:-docs/bench/lipnet}-extra3-live-a2" --models "student-1-whisper-live+$out/all/lips-whisper-live-a2.safetensors"
 fi
+# The three people of corpus/extra5 (docs/lips.md; python recipes/talking_clips.py makes it): a French and an English
+# address of 50 and 71 s and a man of unknown language, measured only, in a corpus of their own as extra3's.
+if [ -d corpus/extra5 ]; then
+    talkhead data talking corpus/extra5 --out corpus/talking-x5 --people "$people"
+    talkhead bench lips --videos corpus/extra5 --corpus corpus/talking-x5 --people "$people" \
+        --out "${BENCH:-docs/bench/lipnet}-extra5" --models "student-4-whisper+none,student-4-whisper+$out/all/lips-whisper.safetensors,student-1-whisper-live+$out/all/lips-whisper-live-a2.safetensors"
+fi
