@@ -79,6 +79,10 @@ class AvatarBenchConfig:
     train: AvatarTrainConfig = field(default_factory=lambda: AvatarTrainConfig(data=AvatarDataConfig(min_seconds=7.0)))
     seed: int = 0
 
+    def folder(self, kind: str) -> Path:
+        """Where a pair's videos are: ``kind`` is the first field of its ``PAIRS`` entry."""
+        return Path({"videos": self.videos, "talking": self.talking, "extra": self.extra}[kind])
+
 
 
 def _split_video(src: Path, at_s: float, work: Path) -> tuple[Path, Path]:
@@ -100,7 +104,7 @@ def _pair_videos(name: str, cfg: AvatarBenchConfig, work: Path) -> tuple[list[Pa
     if name not in PAIRS:
         raise InputError(f"unknown pair {name!r}; known: {', '.join(PAIRS)}")
     folder, video, held = PAIRS[name]
-    root = Path({"videos": cfg.videos, "talking": cfg.talking, "extra": cfg.extra}[folder])
+    root = cfg.folder(folder)
     if isinstance(held, str):
         return [root / video], root / held
     first, rest = _split_video(root / video, held, work)

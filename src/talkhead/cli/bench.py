@@ -41,12 +41,11 @@ def _cmd_bench_avatar(args: argparse.Namespace) -> None:
     unknown = sorted(set(cfg.pairs) - set(PAIRS))
     if unknown:
         raise InputError(f"unknown pair {unknown[0]!r}; known: {', '.join(PAIRS)}")
-    folders = {"videos": cfg.videos, "talking": cfg.talking, "extra": cfg.extra}
     for kind in dict.fromkeys(PAIRS[p][0] for p in cfg.pairs):  # only the folders the pairs asked for
-        if not Path(folders[kind]).is_dir():
+        if not cfg.folder(kind).is_dir():
             made = ("python recipes/talking_clips.py makes it" if kind == "extra"
                     else "see shared/data/videos/README.md")
-            raise InputError(f"no such folder of videos: {folders[kind]} ({made})")
+            raise InputError(f"no such folder of videos: {cfg.folder(kind)} ({made})")
     run_avatar_bench(args.out, cfg, progress=not args.quiet)
     print(f"wrote {Path(args.out) / 'avatar.json'}, avatar.png and avatar_sheet.png")
 
