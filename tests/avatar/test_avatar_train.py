@@ -85,6 +85,22 @@ def test_train_resumes_after_sigkill(talking_video, tmp_path):
     assert "ingest_s" in av.meta["train"]["wall_s"]
 
 
+def test_a_renamed_copy_of_the_video_resumes_the_run_and_reads_its_base_from_the_new_name(tiny_avatar, tiny_avatar_cfg,
+                                                                                           talking_video, tmp_path):
+    import shutil
+
+    from talkhead.avatar.train import train_avatar
+
+    work = tiny_avatar.with_name(tiny_avatar.name + ".work")
+    out = tmp_path / "again.avatar"
+    shutil.copytree(work, out.with_name(out.name + ".work"))
+    copy = shutil.copy(talking_video[0], tmp_path / "renamed.mp4")
+    train_avatar([copy], out, tiny_avatar_cfg, progress=False, log=lambda *a: None)  # every stage resumed, none run
+    av, before = load_avatar(out), load_avatar(tiny_avatar)
+    assert av.meta["base"]["video"] == "renamed.mp4" and before.meta["base"]["video"] == "talk.mp4"
+    assert np.array_equal(av.base, before.base)
+
+
 @pytest.mark.parametrize("case", ["short", "noface", "corrupt", "missing"])
 def test_bad_videos_are_refused_in_one_line(case, talking_video, tmp_path, capsys):
     from talkhead.video import write_mp4

@@ -54,6 +54,21 @@ def _inputs_key(videos: list[Path], cfg: AvatarTrainConfig) -> str:
     return h.hexdigest()[:16]
 
 
+def renamed(clips: list[dict], videos: list[Path]) -> None:
+    """Each clip named by its video as it is named now. The run's key is the videos' content in order, so a renamed
+    copy resumes, but the clips keep the name each video had when it was read (the avatar's base frames are read
+    again from it by name): old names are mapped to the new ones in order of first appearance."""
+    names, seen = [v.name for v in videos], list(dict.fromkeys(c["video"] for c in clips))
+    if set(seen) <= set(names):
+        return
+    if len(seen) != len(names):
+        raise InputError("the videos were renamed since this run read them, and not every one gave frames to "
+                         "learn from; remove the work folder (NAME.avatar.work) to start again")
+    new = dict(zip(seen, names))
+    for c in clips:
+        c["video"] = new[c["video"]]
+
+
 def _save_data(path: Path, d: AvatarData) -> None:
     arrays = {"side": np.array(d.side), "reference": d.reference, "ref_points": d.ref_points,
               "crop_to_ref": d.crop_to_ref, "crop_points": d.crop_points, "paste": d.paste, "hidden": d.hidden,
@@ -263,6 +278,7 @@ def train_avatar(videos: list[str | Path], out: str | Path, cfg: AvatarTrainConf
     side = int(np.load(data_path)["side"])
     down = 2 ** len(vae_widths(side, cfg))
     d = load_data(data_path, down, cfg.data, cfg.map_detail, cfg.structure)
+    renamed(d.clips, videos)
     log(f"{sum(len(c['frames']) for c in d.clips)} frames in {len(d.clips)} stretches, {d.side} px crops")
     vae_path = work / "vae.safetensors"
     if not _done(vae_path, cfg.vae_steps):
