@@ -85,6 +85,9 @@ WAYS = {"shipped": {}, "start moved": {"move_start": True}, "start moved, t0 400
         # The bank frame found by the new keys (it opens as asked) kept more: the bridge started lower (2026-12-07;
         # t0 2: the found bank frame decoded with its detail, no engine).
         **{f"shipped, t0 {t}": {"start": t} for t in (2, 400, 500, 600, 700)},
+        # The colour matched to the frame's own pixels on the ring, as until 2026-12-07 (now to the frame through the
+        # avatar's VAE), or not at all (``Avatar.tones``).
+        "colour matched to the frame as filmed": {"colour": "frame"}, "colour not matched": {"colour": "off"},
         # Driven by speech only: the warp renderer from the avatar's first base frame, as ``generate`` drives it.
         "warp renderer": None}
 

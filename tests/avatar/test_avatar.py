@@ -148,9 +148,11 @@ def test_decoding_only_the_window_under_the_mask_draws_what_the_whole_crop_does(
     assert np.abs(part - own).max() > 0  # the bank frame's statistics are what the window used
 
 
-def test_colour_follows_the_frame_it_is_drawn_on(tiny_avatar):
-    """Frames brighter than the training video's: the drawn lower face is lifted by what its decoding misses
-    of the frame's own pixels just outside the hidden region (the ring), and the ring then matches."""
+@pytest.mark.parametrize("colour", ["frame", "vae"])
+def test_colour_follows_the_frame_it_is_drawn_on(tiny_avatar, colour):
+    """Frames brighter than the training video's: the drawn lower face is shifted by what its decoding is off by just
+    outside the hidden region (the ring), against the frame's own pixels ("frame") or the frame's crop through the
+    VAE ("vae", the default: what the VAE cannot draw there is not put onto the face), and the ring then matches."""
     av = load_avatar(tiny_avatar)
     views = av.base_views()
     assert (views.ring.sum((1, 2)) > 50).all() and not (views.ring & views.hidden).any()
@@ -161,13 +163,17 @@ def test_colour_follows_the_frame_it_is_drawn_on(tiny_avatar):
     kw = dict(frames=frames[idx], affines=av.base_affine[idx], motion=av.base_motion[idx], points=av.base_points[idx],
               detail=None)
     plain, matched = (AvatarRenderer(av, seed=0, colour=c, **kw).crops(motion, idx).astype(np.float64)
-                      for c in (False, True))
-    real = av.crops_of(frames[idx], av.base_affine[idx]).astype(np.float64)
+                      for c in ("off", colour))
+    real = av.crops_of(frames[idx], av.base_affine[idx])
+    target = real if colour == "frame" else av.engine.decode(av.engine.encode(real))
     ring, inside = views.ring[idx], views.paste[idx] > 0.5
-    before, after = (np.stack([(x - real)[k][ring[k]].mean(0) for k in range(len(idx))]) for x in (plain, matched))
+    before, after = (np.stack([(x - target)[k][ring[k]].mean(0) for k in range(len(idx))]) for x in (plain, matched))
     assert np.abs(after).max() < 1.5 < np.abs(before).mean()  # the ring matches once shifted (to rounding)
     lift = np.stack([(matched - plain)[k][inside[k]].mean(0) for k in range(len(idx))])
     assert np.allclose(lift, -before, atol=1.0)  # and the lower face was moved by the same amount
+    assert np.array_equal(av.tones(real, ring, "off"), np.zeros((len(idx), 3)))
+    with pytest.raises(ValueError, match="colour must be one of"):
+        AvatarRenderer(av, seed=0, colour="sepia")
 
 
 def test_speech_opens_an_avatars_mouth_in_the_persons_own_range(tiny_avatar):

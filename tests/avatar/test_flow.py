@@ -163,13 +163,13 @@ def test_the_filmed_mouth_is_the_bank_frames_real_crop_moved_to_the_drawn_mouth(
 
     av = load_avatar(tiny_avatar)
     motion, idx, drive = _opening(av, 4)
-    r = AvatarRenderer(av, seed=0, mouth="filmed", colour=False)
+    r = AvatarRenderer(av, seed=0, mouth="filmed", colour="off")
     crops = r.crops(motion, idx).astype(np.float32)
     chosen = AvatarRenderer(av, seed=0).bank.choose(mouth_keys(av.crop_points, drive, av.side))
     real = r._bank_real(chosen)
     want = r.mouth.warp(real, r._bank_points[torch.from_numpy(chosen)], r.mouth.points(drive)).numpy()
     assert np.abs(crops - np.clip(np.round(want), 0, 255)).max() <= 1.0
-    carried = AvatarRenderer(av, seed=0, mouth="filmed", colour=False, carry=0.5).crops(motion, idx).astype(np.float32)
+    carried = AvatarRenderer(av, seed=0, mouth="filmed", colour="off", carry=0.5).crops(motion, idx).astype(np.float32)
     assert np.abs(carried[0] - crops[0]).max() <= 1.0 and np.abs(carried[1:] - crops[1:]).mean() > 0.1
     with pytest.raises(InputError, match="filmed"):
         AvatarRenderer(av, mouth="painted")
@@ -181,14 +181,14 @@ def test_the_blended_filmed_mouth_is_the_nearest_bank_mouths_moved_and_weighted(
 
     av = load_avatar(tiny_avatar)
     motion, idx, drive = _opening(av, 4)
-    r = AvatarRenderer(av, seed=0, mouth="filmed", colour=False, blend=3)
+    r = AvatarRenderer(av, seed=0, mouth="filmed", colour="off", blend=3)
     crops = r.crops(motion, idx).astype(np.float32)
     near, w = blend_weights(mouth_keys(av.crop_points, drive, av.side), r.bank.keys, 3)
     dst = r.mouth.points(drive)
     want = sum(wk[:, None, None, None] * r.mouth.warp(r._bank_real(i), r._bank_points[torch.from_numpy(i)], dst).numpy()
                for i, wk in zip(near.T, w.T))
     assert np.abs(crops - np.clip(np.round(want), 0, 255)).max() <= 1.0
-    assert np.abs(crops - AvatarRenderer(av, seed=0, mouth="filmed", colour=False).crops(motion, idx)).mean() > 0.1
+    assert np.abs(crops - AvatarRenderer(av, seed=0, mouth="filmed", colour="off").crops(motion, idx)).mean() > 0.1
     for mouth, bad in (("filmed", 0), ("lips", 2.5), ("engine", 3)):  # the engine's mouth has nothing to blend
         with pytest.raises(InputError, match="blends"):
             AvatarRenderer(av, mouth=mouth, blend=bad)

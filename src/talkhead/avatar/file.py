@@ -38,6 +38,17 @@ VERSION = 2  # 2: masks per frame (``base.points``, ``data`` in the metadata). W
 # drawing starts from the reference.
 # What the engine redraws from the driving motion; every other channel (head pose, eyes, brows) is the base frame's.
 LOWER = MOUTH
+# How a drawn crop's colour is matched to its frame (``Avatar.tones``). "vae" since 2026-12-07: on the lecturer,
+# EDTalk and cap12 -> cap13 +1.06, +0.19, +0.24 dB over "frame", the CNN anchor +1.32 (docs/avatar.md, "The colour
+# matched to what the VAE draws").
+COLOURS = ("vae", "frame", "off")
+
+
+def check_colour(colour: str) -> str:
+    """``colour`` if it is one of ``COLOURS``; a ValueError naming them if not."""
+    if colour not in COLOURS:
+        raise ValueError(f"colour must be one of {COLOURS}, not {colour!r}")
+    return colour
 
 
 @dataclass
@@ -61,7 +72,7 @@ class Avatar:
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
     # decoder's group-norm statistics decoding it whole
     refiner: object = None  # ``avatar.refine.Refiner`` (``avatar train --refine-steps``), or None
-    _views: tuple | None = field(default=None, repr=False, compare=False)  # base_views(), once
+    _views: dict = field(default_factory=dict, repr=False, compare=False)  # base_views(), once for each colour
     _lip: tuple | None = field(default=None, repr=False, compare=False)  # lip_range(), once
     _warp: object = field(default=None, repr=False, compare=False)  # structure()'s warp renderer, once
 
@@ -119,20 +130,32 @@ class Avatar:
         """Context latents of aligned crops [B, S, S, 3]: the lower face (``hidden`` [B, S, S]) hidden."""
         return self.engine.encode(context(crops, hidden))
 
-    def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray) -> "Views":
-        """What drawing needs of frames [B, H, W, 3]: crops, masks, context latents, the decoded window, colour rings."""
+    def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray, colour: str = "vae") -> "Views":
+        """What drawing needs of frames [B, H, W, 3]: crops, masks, context latents, the decoded window, colour rings
+        and the colour matched on them (``tones``)."""
         crops = self.crops_of(frames, affines)
         paste, hidden = frame_masks(points, self.side, self.data_cfg)
         window = decode_window(paste.max(0), self.engine.vae.down)
-        return Views(crops, self.contexts(crops, hidden), paste, hidden, window,
-                     colour_ring(hidden, window, self.engine.vae.down))
+        ring = colour_ring(hidden, window, self.engine.vae.down)
+        return Views(crops, self.contexts(crops, hidden), paste, hidden, window, ring, self.tones(crops, ring, colour))
 
-    def base_views(self) -> "Views":
+    def tones(self, crops: np.ndarray, ring: np.ndarray, colour: str = "vae") -> np.ndarray:
+        """The colour [B, 3] each drawn crop is shifted to on its ring (``colour_ring``), by ``colour`` (``COLOURS``):
+        "vae", the frame's crop through the avatar's VAE, what a drawing that is right there decodes to; "frame",
+        the frame's own pixels (until 2026-12-07), which also put onto the face what the VAE cannot draw beside it (a
+        saturated blue backdrop: 28 levels of blue on the CNN anchor's face, docs/avatar.md); "off": zeros, unused."""
+        if check_colour(colour) == "off":
+            return np.zeros((len(crops), 3), np.float32)
+        seen = crops if colour == "frame" else np.concatenate(
+            [self.engine.decode(self.engine.encode(crops[i:i + 32])) for i in range(0, len(crops), 32)])
+        return np.stack([s[r].astype(np.float32).mean(0) for s, r in zip(seen, ring)])
+
+    def base_views(self, colour: str = "vae") -> "Views":
         """The base frames' ``views``, made once and shared by every renderer of this avatar (a 256 px avatar's
         take 6-7 s: a live session's start would wait for them each time)."""
-        if self._views is None:
-            self._views = self.views(self.base, self.base_affine, self.base_points)
-        return self._views
+        if colour not in self._views:
+            self._views[colour] = self.views(self.base, self.base_affine, self.base_points, colour)
+        return self._views[colour]
 
 
 class Views(NamedTuple):
@@ -144,9 +167,11 @@ class Views(NamedTuple):
     hidden: np.ndarray  # bool [B, S, S]
     window: tuple[int, int, int, int]  # latent rows and columns decoded, for all of them
     ring: np.ndarray  # bool [B, S, S]
+    tone: np.ndarray  # float [B, 3]: the colour each drawn crop is matched to on its ring (``Avatar.tones``)
 
     def take(self, idx: np.ndarray) -> "Views":
-        return Views(self.crops[idx], self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx])
+        return Views(self.crops[idx], self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx],
+                     self.tone[idx])
 
 
 def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_seconds: float, info: dict,

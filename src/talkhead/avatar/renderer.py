@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from talkhead.avatar.file import LOWER, Avatar, Views, load_avatar
+from talkhead.avatar.file import LOWER, Avatar, Views, check_colour, load_avatar
 from talkhead.avatar.mouths import MouthBank, beyond, blend_weights, mouth_keys
 from talkhead.config import AVATAR_MOUTHS
 from talkhead.errors import InputError
@@ -59,7 +59,7 @@ class AvatarRenderer:
     def __init__(self, avatar: Avatar | str | Path, seed: int = 0, frames: np.ndarray | None = None,
                  affines: np.ndarray | None = None, motion: np.ndarray | None = None, points: np.ndarray | None = None,
                  detail: float | None = DETAIL_MEMORY, detail_gain: float = DETAIL_GAIN, window: bool = False,
-                 colour: bool = True, flow: bool = False, move_start: bool = False, start: int | None = None,
+                 colour: str = "vae", flow: bool = False, move_start: bool = False, start: int | None = None,
                  start_memory: float | None = None, carry: float = 0.0, refine: bool = True, mouth: str = "engine",
                  path: float | None = None, blend: int = 1, move_pixels: bool = False,
                  detail_blend: int = DETAIL_BLEND, detail_reach: float | None = None) -> None:
@@ -70,9 +70,10 @@ class AvatarRenderer:
         None: not added. ``window``: decode only the latent cells under the paste mask (``decode_window``), not the
         whole crop (1.8x faster at 256 px, 0.3 dB lower on cap12 -> cap13: what ``serve`` uses, where time is the
         limit), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``: shift each drawn
-        crop's colour by what its decoding is off by on the frame's own pixels just outside the hidden region
-        (``colour_ring``). ``flow``: the bank frames' detail is averaged at one mouth shape and moved to the drawn
-        mouth's shape (``avatar.flow.MouthFlow``), so that it follows the motion's lips, not the bank frames'.
+        crop's colour to the frame's just outside the hidden region (``colour_ring``), as its crop through the VAE
+        ("vae") or as filmed ("frame"), or not ("off"): ``Avatar.tones``. ``flow``: the bank frames' detail is
+        averaged at one mouth shape and moved to the drawn mouth's shape (``avatar.flow.MouthFlow``), so that it
+        follows the motion's lips, not the bank frames'.
         ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too
         (``MouthFlow.warp_latent``); ``start``: the bridge's first timestep (the engine's own: 800), which sets how
         much of that start shows; ``start_memory``: the moved start is averaged over frames with this memory at the
@@ -85,7 +86,7 @@ class AvatarRenderer:
         ``blend`` / ``detail_blend``: the filmed mouth / the detail is this many nearest bank mouths' weighted
         (``mouths.blend_weights``). ``move_pixels``: the start moved in pixels (``AvatarTrainConfig.bridge_move``)."""
         self.avatar = avatar if isinstance(avatar, Avatar) else load_avatar(avatar)
-        self.window, self.colour = window, colour
+        self.window, self.colour = window, check_colour(colour)
         self._detailing(detail, detail_gain, refine, detail_blend, detail_reach)
         self._moving(flow, move_start, start, start_memory, carry, mouth, blend, move_pixels)
         a = self.avatar
@@ -100,7 +101,7 @@ class AvatarRenderer:
         jump = None if b is None else b["jump"] if path is None else path
         self.bank = None if b is None else MouthBank(self.keys(b["motion"]), b["ends"], jump)
         self.path = path is not None and b is not None
-        self._views = a.base_views() if self.loop else None  # the base's own crops, masks and contexts
+        self._views = a.base_views(colour) if self.loop else None  # the base's own crops, masks and contexts
         self._index = 0
         # Speech-driven motion opens the mouth in the person's own range (``pipeline.stream``); a re-enacted
         # video's fitted motion is already theirs.
@@ -220,9 +221,9 @@ class AvatarRenderer:
         context = torch.cat([v.context, a.structure(drive)], 1) if a.structured else v.context
         z = self._sample(ref, torch.from_numpy(drive), a.maps(drive), context, dst)
         crops = self._decode(z, chosen, v.window).astype(np.float32)
-        if self.colour:  # the frame's own colour: the offset its decoding shows just outside the mask
+        if self.colour != "off":  # the frame's own colour, as the decoding shows it just outside the mask
             for k, ring in enumerate(v.ring):
-                crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
+                crops[k] += v.tone[k] - crops[k][ring].mean(0)
         if self.refiner is not None:
             crops = self._refine(crops, chosen, dst, v)
         if self.memory is not None:
@@ -253,7 +254,7 @@ class AvatarRenderer:
         """The base frames ``idx`` as drawing sees them (the avatar's own base: made once)."""
         if self._views is not None:
             return self._views.take(idx)
-        return self.avatar.views(self.base[idx], self.affine[idx], self.points[idx])
+        return self.avatar.views(self.base[idx], self.affine[idx], self.points[idx], self.colour)
 
     def _decode(self, z: torch.Tensor, chosen: np.ndarray | None, window: tuple[int, int, int, int]) -> np.ndarray:
         a = self.avatar
@@ -339,9 +340,9 @@ class AvatarRenderer:
                     moved[k] = self.carry * before + (1 - self.carry) * moved[k]
                 self._last = (moved[k:k + 1], dst[k:k + 1])
         crops = moved.numpy()
-        if self.colour:
+        if self.colour != "off":
             for k, ring in enumerate(v.ring):
-                crops[k] += (v.crops[k][ring].astype(np.float32) - crops[k][ring]).mean(0)
+                crops[k] += v.tone[k] - crops[k][ring].mean(0)
         return crops
 
     def _bank_real(self, chosen: np.ndarray) -> torch.Tensor:
