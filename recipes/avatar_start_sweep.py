@@ -33,9 +33,9 @@ from talkhead.bench.avatar import (
     _redraw,
     by_pose,
     face_metrics,
-    frame_change,
     pose_novelty,
 )
+from talkhead.bench.face_metrics import frame_change
 from talkhead.face.identity import identity_distance
 from talkhead.face.paste import pingpong
 from talkhead.face.template import fit_rig
