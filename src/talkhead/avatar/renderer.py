@@ -69,10 +69,9 @@ class AvatarRenderer:
         this memory (the share of the previous average kept each frame; 0: each frame's own), times ``detail_gain``;
         None: not added. ``window``: decode only the latent cells under the paste mask (``decode_window``), not the
         whole crop (1.8x faster at 256 px, 0.3 dB lower on cap12 -> cap13: what ``serve`` uses, where time is the
-        limit), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``: shift each drawn
-        crop's colour to the frame's just outside the hidden region (``colour_ring``), as its crop through the VAE
-        ("vae") or as filmed ("frame"), or not ("off"): ``Avatar.tones``. ``flow``: the bank frames' detail is
-        averaged at one mouth shape and moved to the drawn mouth's shape (``avatar.flow.MouthFlow``), so that it
+        limit), the decoder's group norms given the chosen bank frame's whole statistics. ``colour``: to what each drawn
+        crop's colour is matched just outside the hidden region (``Avatar.tones``). ``flow``: the bank frames' detail
+        is averaged at one mouth shape and moved to the drawn mouth's shape (``avatar.flow.MouthFlow``), so that it
         follows the motion's lips, not the bank frames'.
         ``move_start``: the bank's mouth the bridge starts from is moved to the drawn mouth's shape too
         (``MouthFlow.warp_latent``); ``start``: the bridge's first timestep (the engine's own: 800), which sets how
