@@ -221,8 +221,7 @@ class AvatarRenderer:
         z = self._sample(ref, torch.from_numpy(drive), a.maps(drive), context, dst)
         crops = self._decode(z, chosen, v.window).astype(np.float32)
         if self.colour != "off":  # the frame's own colour, as the decoding shows it just outside the mask
-            for k, ring in enumerate(v.ring):
-                crops[k] += v.tone[k] - crops[k][ring].mean(0)
+            _match_colour(crops, v)
         if self.refiner is not None:
             crops = self._refine(crops, chosen, dst, v)
         if self.memory is not None:
@@ -340,8 +339,7 @@ class AvatarRenderer:
                 self._last = (moved[k:k + 1], dst[k:k + 1])
         crops = moved.numpy()
         if self.colour != "off":
-            for k, ring in enumerate(v.ring):
-                crops[k] += v.tone[k] - crops[k][ring].mean(0)
+            _match_colour(crops, v)
         return crops
 
     def _bank_real(self, chosen: np.ndarray) -> torch.Tensor:
@@ -379,3 +377,9 @@ class AvatarRenderer:
             v = self.views(idx)
             for k, (j, crop) in enumerate(zip(idx, self.crops(m, idx, v))):
                 yield paste_lower_face(self.base[j], crop, self.affine[j], v.paste[k])
+
+
+def _match_colour(crops: np.ndarray, v: Views) -> None:
+    """Shift each drawn crop (float [B, S, S, 3], in place) so that its mean on its ring is the frame's tone there."""
+    for k, ring in enumerate(v.ring):
+        crops[k] += v.tone[k] - crops[k][ring].mean(0)
