@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from talkhead.avatar.file import load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
@@ -49,6 +50,26 @@ def test_renderers_of_one_avatar_share_its_base_views_and_draw_alike(tiny_avatar
     fresh = AvatarRenderer(load_avatar(tiny_avatar), seed=0)
     drawn = [np.stack(list(r.frames(motion))) for r in (first, second, fresh)]
     assert np.array_equal(drawn[0], drawn[1]) and np.array_equal(drawn[0], drawn[2])
+
+
+def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_avatar, tmp_path):
+    """The file stores the base frames' context latents and tones (half precision), so loading does not encode every
+    base frame twice; a file without them (or made another way) has them made again, and draws the same frames."""
+    av = load_avatar(tiny_avatar)
+    assert av.stored is not None and av.stored[0] == "vae" and av.meta["base"]["views"]["made"] >= 1
+    views = av.base_views()
+    assert views.context is av.stored[1]  # taken, not made again
+    made = av.views(av.base, av.base_affine, av.base_points, "vae")  # as a file without them is loaded
+    assert torch.allclose(views.context, made.context, atol=2e-3 * float(made.context.abs().max()))
+    assert np.abs(views.tone - made.tone).max() < 1e-3
+    bare = load_avatar(_crafted(tiny_avatar, tmp_path / "bare.avatar", lambda t, m: m["base"].update(views=None)))
+    assert bare.stored is None
+    motion = np.zeros((12, 58), np.float32)
+    motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 12)
+    stored, again = (np.stack(list(AvatarRenderer(a, seed=0).frames(motion))).astype(int) for a in (av, bare))
+    gap = np.abs(stored - again)
+    assert gap.max() <= 3 and gap.mean() < 0.05  # half-precision contexts: a rare pixel a level or few apart
+    assert torch.equal(bare.base_views().context, made.context)
 
 
 def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_avatar):
@@ -305,6 +326,7 @@ CRAFTED = {
     "NaN weight": (lambda t, m: t[max(k for k in t if k.startswith("engine.net."))].fill_(float("nan")), "NaN"),
     "missing tensor": (lambda t, m: t.pop("paste"), "not a usable avatar file"),
     "wrong shape": (lambda t, m: t.update(paste=t["paste"][:5]), "paste is"),
+    "wrong base views": (lambda t, m: t.update({"base.context": t["base.context"][:1]}), "base.context is"),
     "another version": (lambda t, m: m.update(version=-1), "another version"),
 }
 

@@ -42,6 +42,11 @@ LOWER = MOUTH
 # EDTalk and cap12 -> cap13 +1.06, +0.19, +0.24 dB over "frame", the CNN anchor +1.32 (docs/avatar.md, "The colour
 # matched to what the VAE draws").
 COLOURS = ("vae", "frame", "off")
+# The base frames' context latents and colours for the default colour (``Views.context``, ``Views.tone``) are made at
+# training and stored in the file (``base.context``, ``base.tone``): made at load they kept a 256 px avatar's first
+# frame waiting 10 s (every base frame encoded, and sent through the VAE once more). ``VIEWS`` names how they are
+# made: raise it when that changes, and files that stored them another way have them made again at load.
+VIEWS = 1
 
 
 def check_colour(colour: str) -> str:
@@ -72,6 +77,7 @@ class Avatar:
     # detail (JPEG bytes, offsets): each frame's real crop minus its decoded latent, and norms [N, K, G, 2]: the
     # decoder's group-norm statistics decoding it whole
     refiner: object = None  # ``avatar.refine.Refiner`` (``avatar train --refine-steps``), or None
+    stored: tuple | None = None  # (colour, context, tone) of the base frames, as the file stores them (``VIEWS``)
     _views: dict = field(default_factory=dict, repr=False, compare=False)  # base_views(), once for each colour
     _lip: tuple | None = field(default=None, repr=False, compare=False)  # lip_range(), once
     _warp: object = field(default=None, repr=False, compare=False)  # structure()'s warp renderer, once
@@ -130,14 +136,16 @@ class Avatar:
         """Context latents of aligned crops [B, S, S, 3]: the lower face (``hidden`` [B, S, S]) hidden."""
         return self.engine.encode(context(crops, hidden))
 
-    def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray, colour: str = "vae") -> "Views":
+    def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray, colour: str = "vae",
+              made: tuple | None = None) -> "Views":
         """What drawing needs of frames [B, H, W, 3]: crops, masks, context latents, the decoded window, colour rings
-        and the colour matched on them (``tones``)."""
+        and the colour matched on them (``tones``); ``made``: (context, tone) already made for these frames."""
         crops = self.crops_of(frames, affines)
         paste, hidden = frame_masks(points, self.side, self.data_cfg)
         window = decode_window(paste.max(0), self.engine.vae.down)
         ring = colour_ring(hidden, window, self.engine.vae.down)
-        return Views(crops, self.contexts(crops, hidden), paste, hidden, window, ring, self.tones(crops, ring, colour))
+        context, tone = made if made is not None else (self.contexts(crops, hidden), self.tones(crops, ring, colour))
+        return Views(crops, context, paste, hidden, window, ring, tone)
 
     def tones(self, crops: np.ndarray, ring: np.ndarray, colour: str = "vae") -> np.ndarray:
         """The colour [B, 3] each drawn crop is shifted to on its ring (``colour_ring``), by ``colour`` (``COLOURS``):
@@ -152,9 +160,11 @@ class Avatar:
 
     def base_views(self, colour: str = "vae") -> "Views":
         """The base frames' ``views``, made once and shared by every renderer of this avatar (a 256 px avatar's
-        take 6-7 s: a live session's start would wait for them each time)."""
+        take 6-7 s: a live session's start would wait for them each time), from what the file stores if it stores
+        them for ``colour`` (about 2 s then)."""
         if colour not in self._views:
-            self._views[colour] = self.views(self.base, self.base_affine, self.base_points, colour)
+            made = self.stored[1:] if self.stored is not None and self.stored[0] == colour else None
+            self._views[colour] = self.views(self.base, self.base_affine, self.base_points, colour, made)
         return self._views[colour]
 
 
@@ -216,7 +226,18 @@ def save_avatar(out: str | Path, engine: LatentEngine, data: AvatarData, base_se
             "base": {"video": clip["video"], "frames": [int(clip["frame_index"][a]), int(clip["frame_index"][b - 1])]},
             "train": info, "bank": bank, "data": asdict(data.cfg),
             "refiner": None if refiner is None else {"width": refiner.width}}
-    save_checkpoint(out, tensors, meta)
+    save_checkpoint(out, tensors, with_base_views(tensors, meta, Path(out)))
+
+
+def with_base_views(tensors: dict, meta: dict, path: Path, colour: str = COLOURS[0]) -> dict:
+    """The base frames' context latents and ``colour``'s tones added to an avatar file's ``tensors`` (as ``load_avatar``
+    would make them: from the JPEG base), and its ``meta`` with what made them."""
+    import json
+
+    with torch.no_grad():  # built from the metadata as the file will hold it (JSON: lists, not tuples)
+        views = _avatar_from(tensors, json.loads(json.dumps(meta)), path).base_views(colour)
+    tensors.update({"base.context": views.context.half(), "base.tone": torch.from_numpy(views.tone.astype(np.float32))})
+    return {**meta, "base": {**meta["base"], "views": {"colour": colour, "made": VIEWS}}}
 
 
 def with_refiner(plain: str | Path, out: str | Path, refiner, train: dict) -> None:
@@ -272,7 +293,23 @@ def _avatar_from(tensors: dict, meta: dict, path: Path) -> Avatar:
     return Avatar(engine, side, tensors["reference"].numpy(), tensors["paste"].numpy(),
                   tensors["hidden"].numpy().astype(bool), f64["crop_points"], f64["ref_points"], f64["crop_to_ref"],
                   base, f64["base.affine"], tensors["base.motion"].numpy(), f64["base.points"], meta, bank,
-                  _refiner(tensors, meta, path))
+                  _refiner(tensors, meta, path), _stored_views(tensors, meta, path, engine))
+
+
+def _stored_views(tensors: dict, meta: dict, path: Path, engine: LatentEngine) -> tuple | None:
+    """(colour, context, tone) of the base frames as the file stores them (``with_base_views``), or None where it
+    stores none or made them another way (they are made again at load); stored in shapes that do not fit its base
+    and engine, a named error."""
+    made = meta["base"].get("views")
+    if "base.context" not in tensors or not isinstance(made, dict) or made.get("made") != VIEWS \
+            or made.get("colour") not in COLOURS:
+        return None
+    n, g = len(tensors["base.offsets"]) - 1, meta["side"] // engine.vae.down
+    want = {"base.context": (n, engine.cfg.latent, g, g), "base.tone": (n, 3)}
+    odd = next((k for k, shape in want.items() if tuple(tensors.get(k, torch.zeros(0)).shape) != shape), None)
+    if odd is not None:
+        raise InputError(f"{path}: {odd} is {tuple(tensors.get(odd, torch.zeros(0)).shape)}, not {want[odd]}")
+    return made["colour"], tensors["base.context"].float(), tensors["base.tone"].numpy().astype(np.float32)
 
 
 def _refiner(tensors: dict, meta: dict, path: Path):
