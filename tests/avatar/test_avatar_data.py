@@ -117,3 +117,29 @@ def test_each_videos_followed_face_is_kept_by_content_and_a_rerun_resumes_from_i
     assert len(again.clips) == len(first.clips)
     for a, b in zip(first.clips, again.clips):
         assert np.array_equal(a["frames"], b["frames"]) and np.array_equal(a["motion"], b["motion"])
+
+
+@pytest.mark.parametrize("side", [64, 128, 256, 512])
+def test_masks_grow_the_lower_face_as_pils_max_filter_did(side):
+    """The hidden mask is the drawn lower face grown by side/64 px: scipy's square maximum now, PIL's MaxFilter when
+    every shipped avatar was trained; the two agree to the pixel, edges included (faces cut off by the crop too)."""
+    from PIL import ImageFilter
+
+    from talkhead.avatar.data import lower_region, masks
+
+    rng = np.random.default_rng(side)
+    cfg = AvatarDataConfig()
+    for shift in (0.0, 0.45, -0.45):  # the face inside, and pushed past the crop's bottom and top
+        pts = _face_points(side, rng) + np.array([0.0, shift * side])
+        want = np.asarray(lower_region(pts, side, cfg).filter(ImageFilter.MaxFilter(2 * max(1, side // 64) + 1))) > 0
+        hidden = masks(pts, side, cfg)[1]
+        assert 0 < hidden.sum() < side * side and np.array_equal(hidden, want)
+
+
+def _face_points(side: int, rng: np.random.Generator) -> np.ndarray:
+    """68 points [68, 2] of a face filling a crop of ``side`` px: the rig's standard face, scaled, jittered."""
+    from talkhead.face.template import TEMPLATE
+
+    p = TEMPLATE[:68, :2]  # template space: x right, y down, face width 1
+    p = (p - p.mean(0)) / np.ptp(p[:, 0]) * 0.6 * side + side / 2
+    return p + rng.normal(0, side / 200, p.shape)

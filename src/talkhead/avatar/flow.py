@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from talkhead.avatar.data import maps_motion
+from talkhead.avatar.data import grown, maps_motion
 from talkhead.face.template import fit_rig, project
 from talkhead.warp.renderer import border_points, tps_eval, tps_solve
 
@@ -85,6 +85,6 @@ def lips_mask(points: np.ndarray, side: int) -> np.ndarray:
     for k, p in enumerate(points):
         img = Image.new("L", (side, side), 0)
         ImageDraw.Draw(img).polygon([tuple(q) for q in p[48:60].tolist()], fill=255)
-        img = img.filter(ImageFilter.MaxFilter(2 * grow + 1)).filter(ImageFilter.GaussianBlur(blur))
+        img = Image.fromarray(grown(np.asarray(img), grow)).filter(ImageFilter.GaussianBlur(blur))
         out[k] = np.asarray(img, np.float32) / 255
     return out
