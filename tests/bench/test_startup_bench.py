@@ -19,6 +19,14 @@ def test_startup_is_timed_whole_and_beside_another_checkout(tmp_path):
     assert (tmp_path / "startup.png").stat().st_size > 0
 
 
+def test_an_avatar_is_timed_as_generate_draws_it(tiny_avatar, tmp_path, capsys):
+    assert main(["bench", "startup", "--out", str(tmp_path), "--runs", "1", "--avatar", str(tiny_avatar)]) == 0
+    r = json.loads((tmp_path / "startup.json").read_text())
+    assert r["avatar"] == tiny_avatar.name and r["seen_photo_s"] > 0.5 and r["new_photo_s"] is None
+    assert "the avatar" in capsys.readouterr().out and (tmp_path / "startup.png").stat().st_size > 0
+    assert main(["bench", "startup", "--out", str(tmp_path), "--avatar", str(tmp_path / "none.avatar")]) == 2
+
+
 def test_against_must_be_a_source_folder(tmp_path, capsys):
     assert main(["bench", "startup", "--out", str(tmp_path), "--runs", "1", "--against", str(tmp_path)]) == 2
     assert "src folder" in capsys.readouterr().err

@@ -22,10 +22,14 @@ def _cmd_bench_startup(args: argparse.Namespace) -> None:
         raise InputError(f"--runs must be at least 1, got {args.runs}")
     if args.against is not None and not (Path(args.against) / "talkhead" / "__init__.py").is_file():
         raise InputError(f"--against takes a checkout's src folder (holding talkhead/), not {args.against}")
-    r = run_startup_bench(args.out, args.runs, args.model, args.image, args.against)
+    if args.avatar is not None and not Path(args.avatar).is_file():
+        raise InputError(f"no such avatar file: {args.avatar}")
+    r = run_startup_bench(args.out, args.runs, args.model, args.image, args.against, args.avatar)
     beside = f" ({r['seen_ratio_to_against']}x of {args.against}'s {r['against_seen_photo_s']} s)" if args.against else ""
-    print(f"generate --audio (6.6 s clip), whole process, median of {r['runs']}: {r['seen_photo_s']} s with a "
-          f"photo seen before{beside}, {r['new_photo_s']} s with a new one; wrote {Path(args.out) / 'startup.json'}")
+    what = f"the avatar {r['avatar']}{beside}" if args.avatar else \
+        f"a photo seen before{beside}, {r['new_photo_s']} s with a new one"
+    print(f"generate --audio (6.6 s clip), whole process, median of {r['runs']}: {r['seen_photo_s']} s with "
+          f"{what}; wrote {Path(args.out) / 'startup.json'}")
 
 
 def _cmd_bench_serve(args: argparse.Namespace) -> None:
@@ -71,6 +75,7 @@ def _register_live(bsub: argparse._SubParsersAction) -> None:
     add_param_flag(st, run_startup_bench, "runs", "runs of each case (the median is reported)")
     st.add_argument("--model", default=None, help="motion model (default: the default one)")
     st.add_argument("--image", default=None, help="photo (default: the astronaut)")
+    st.add_argument("--avatar", default=None, help="an .avatar file drawn instead of a photo (one case)")
     st.add_argument("--against", default=None, metavar="SRC",
                     help="another checkout's src folder, run between these runs: speeds compared in one run")
     st.set_defaults(func=_cmd_bench_startup)
