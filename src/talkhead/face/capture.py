@@ -50,18 +50,37 @@ def _fit(points: np.ndarray, cfg: VideoConfig, neutral: np.ndarray) -> np.ndarra
     rig = fit_rig(neutral)
     target = torch.from_numpy(np.asarray(points, np.float32))
     m = torch.zeros(len(points), SPEC.dim, requires_grad=True)
-    opt = torch.optim.Adam([m], lr=0.02)
+    opt = Adam(m, lr=0.02)
     expr = torch.zeros(SPEC.dim, dtype=torch.bool)
     expr[SPEC.expression] = True
     for _ in range(cfg.fit_iters):
         err = (project_points(rig, m)[:, :N_LANDMARKS] - target) / rig.scale
         loss = err.pow(2).sum(-1).mean() + cfg.reg * m[:, expr].pow(2).mean()
-        opt.zero_grad()
+        m.grad = None
         loss.backward()
         opt.step()
         with torch.no_grad():
             m[:, expr] = m[:, expr].clamp(0, 1)  # blendshapes are weights in [0, 1]
     return m.detach().numpy()
+
+
+class Adam:
+    """torch.optim.Adam's step (its defaults: betas 0.9, 0.999, eps 1e-8), for the one tensor a fit moves. Building
+    torch's first optimiser in a process imports torch._dynamo (1.1 s here), which every capture paid before its
+    first frame was fitted; the same arithmetic, in the same order, gives the same numbers (tests/face)."""
+
+    def __init__(self, p: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.p, self.lr, self.betas, self.eps, self.t = p, lr, betas, eps, 0
+        self.avg, self.sq = torch.zeros_like(p), torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        (b1, b2), g = self.betas, self.p.grad
+        self.t += 1
+        self.avg.lerp_(g, 1 - b1)
+        self.sq.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (self.sq.sqrt() / (1 - b2 ** self.t) ** 0.5).add_(self.eps)
+        self.p.addcdiv_(self.avg, denom, value=-self.lr / (1 - b1 ** self.t))
 
 
 def capture(path: str | Path, cfg: VideoConfig = VideoConfig(), progress: bool = False,
