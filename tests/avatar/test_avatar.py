@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from talkhead.avatar.file import load_avatar
+from talkhead.avatar.file import describe_avatar, load_avatar
 from talkhead.avatar.renderer import AvatarRenderer
 from talkhead.cli import main
 from talkhead.errors import InputError
@@ -62,8 +62,11 @@ def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_
     made = av.views(av.base, av.base_affine, av.base_points, "vae")  # as a file without them is loaded
     assert torch.allclose(views.context, made.context, atol=2e-3 * float(made.context.abs().max()))
     assert np.abs(views.tone - made.tone).max() < 1e-3
-    bare = load_avatar(_crafted(tiny_avatar, tmp_path / "bare.avatar", lambda t, m: m["base"].update(views=None)))
+    bare_path = _crafted(tiny_avatar, tmp_path / "bare.avatar", lambda t, m: m["base"].update(views=None))
+    bare = load_avatar(bare_path)
     assert bare.stored is None
+    assert (describe_avatar(tiny_avatar)["base"]["views_stored"], describe_avatar(bare_path)["base"]["views_stored"]) \
+        == ("vae", None)
     motion = np.zeros((12, 58), np.float32)
     motion[:, SPEC["jawOpen"]] = np.linspace(0, 0.8, 12)
     stored, again = (np.stack(list(AvatarRenderer(a, seed=0).frames(motion))).astype(int) for a in (av, bare))

@@ -375,7 +375,8 @@ def describe_avatar(path: str | Path) -> dict:
             "crop_px": a.side, "engine": train.get("engine"), "steps": list(a.engine.timesteps),
             "base": {"frames": len(a.base), "seconds": round(len(a.base) / FPS, 1),
                      "size": [int(a.base.shape[2]), int(a.base.shape[1])], "video": a.meta["base"]["video"],
-                     "video_frames": a.meta["base"]["frames"]},
+                     "video_frames": a.meta["base"]["frames"],
+                     "views_stored": None if a.stored is None else a.stored[0]},  # None: made at each load
             "bank": bank, "refiner": None if a.refiner is None else {"width": a.refiner.width},
             "videos": train.get("report", {}),
             "train_min": round(train.get("wall_s", {}).get("total_s", 0.0) / 60, 1)}
