@@ -41,3 +41,30 @@ def test_paste_blends_through_the_mask_and_leaves_the_rest():
     assert out.dtype == np.uint8 and out.shape == frame.shape
     off = np.array([[1.0, 0.0, 500.0], [0.0, 1.0, 0.0]])  # wholly outside the frame
     assert np.array_equal(paste_lower_face(frame, crop, off, mask), frame)
+
+
+def test_paste_warps_only_where_the_mask_reaches_and_draws_what_a_whole_frame_warp_does():
+    """A turned, scaled crop with a soft mask off its centre: the frame equals, to the bit, the crop and mask warped
+    over the whole frame and blended (what pasting did before it kept to the mask's box)."""
+    import torch
+    from torch.nn import functional as F
+
+    from talkhead.face.affine import apply, invert
+
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, (90, 120, 3), np.uint8)
+    crop = rng.integers(0, 256, (32, 32, 3), np.uint8)
+    mask = np.zeros((32, 32), np.float32)
+    mask[18:27, 6:20] = rng.uniform(0.01, 1.0, (9, 14))
+    c, sn = 2.1 * np.cos(0.4), 2.1 * np.sin(0.4)
+    affine = np.array([[c, -sn, 40.3], [sn, c, 7.6]])
+    ys, xs = np.mgrid[0:90, 0:120]
+    q = apply(invert(affine), np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5], 1)) / 32 * 2 - 1
+    src = torch.from_numpy(np.concatenate([crop.astype(np.float32), mask[..., None] * 255], 2)).permute(2, 0, 1)[None]
+    warped = F.grid_sample(src, torch.from_numpy(q.astype(np.float32)).reshape(1, 90, 120, 2), mode="bilinear",
+                           padding_mode="zeros", align_corners=False)[0]
+    region = torch.from_numpy(frame.astype(np.float32)).permute(2, 0, 1)
+    want = (region + warped[3] / 255 * (warped[:3] - region)).round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0)
+    out = paste_lower_face(frame, crop, affine, mask)
+    assert np.array_equal(out, want.numpy()) and not np.array_equal(out, frame)
+    assert np.array_equal(paste_lower_face(frame, crop, affine, np.zeros_like(mask)), frame)

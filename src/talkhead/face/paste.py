@@ -16,7 +16,13 @@ def paste_lower_face(frame: np.ndarray, crop: np.ndarray, affine: np.ndarray, ma
     """``frame`` with ``crop`` warped in through ``affine`` (crop -> frame pixels), weighted by ``mask`` [S, S]."""
     h, w = frame.shape[:2]
     s = crop.shape[0]
-    corners = apply(affine, np.array([[0, 0], [s, 0], [0, s], [s, s]], np.float64))
+    rows, cols = np.nonzero(mask.any(1))[0], np.nonzero(mask.any(0))[0]
+    if not len(rows):
+        return frame.copy()
+    # Only where the warped mask can be above 0: its box a crop pixel wider each way (bilinear reads a pixel's
+    # neighbours), about half the crop's; the pixels outside would come out as the frame's, to the bit.
+    a, b = np.array([cols[0] - 1, rows[0] - 1], np.float64), np.array([cols[-1] + 2, rows[-1] + 2], np.float64)
+    corners = apply(affine, np.array([a, [b[0], a[1]], [a[0], b[1]], b]))
     x0, y0 = np.clip(np.floor(corners.min(0)).astype(int), 0, [w, h])
     x1, y1 = np.clip(np.ceil(corners.max(0)).astype(int), 0, [w, h])
     out = frame.copy()
