@@ -73,6 +73,14 @@ def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_
     gap = np.abs(stored - again)
     assert gap.max() <= 3 and gap.mean() < 0.05  # half-precision contexts: a rare pixel a level or few apart
     assert torch.equal(bare.base_views().context, made.context)
+    # `avatar update` stores them in such a file, as training does (in place here: written atomically)
+    assert main(["avatar", "update", str(bare_path), "--out", str(bare_path)]) == 0
+    updated = load_avatar(bare_path)
+    assert updated.stored is not None and torch.equal(updated.stored[1], av.stored[1])
+    assert np.array_equal(updated.stored[2], av.stored[2]) and torch.equal(updated.bank["latent"], av.bank["latent"])
+    assert main(["avatar", "update", str(bare_path), "--out", str(tmp_path / "again.avatar")]) == 0
+    assert not (tmp_path / "again.avatar").exists()  # stored already: nothing written
+    assert main(["avatar", "update", str(tmp_path / "none.avatar"), "--out", str(tmp_path / "x.avatar")]) == 2
 
 
 def test_bank_detail_gives_back_what_the_vae_loses_of_each_training_crop(tiny_avatar):

@@ -240,6 +240,22 @@ def with_base_views(tensors: dict, meta: dict, path: Path, colour: str = COLOURS
     return {**meta, "base": {**meta["base"], "views": {"colour": colour, "made": VIEWS}}}
 
 
+def update_avatar(src: str | Path, out: str | Path) -> bool:
+    """``src`` written again as ``out`` (``talkhead avatar update``) with its base frames' views stored, as ``avatar
+    train`` now writes them (``with_base_views``), every other tensor as stored; False, nothing written, where ``src``
+    stores them already."""
+    from safetensors import safe_open
+
+    a = load_avatar(src)  # a file that is not an avatar is refused here, in one line
+    if a.stored is not None:
+        return False
+    with safe_open(str(src), framework="pt") as f:  # as stored (the bank in half precision), not as loaded
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    meta = {k: v for k, v in a.meta.items() if k != "format"}
+    save_checkpoint(out, tensors, with_base_views(tensors, meta, Path(out)))
+    return True
+
+
 def with_refiner(plain: str | Path, out: str | Path, refiner, train: dict) -> None:
     """The avatar file ``plain`` (``save_avatar``'s, without a refiner) written again as ``out`` with ``refiner`` and
     ``train`` as its training record: its bank is not encoded nor its base frames read again."""

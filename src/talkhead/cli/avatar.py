@@ -1,5 +1,5 @@
-"""``talkhead avatar train|reenact|info``: a person's own video as an avatar, the self-reenactment test, and what
-an avatar file holds."""
+"""``talkhead avatar train|reenact|info|update``: a person's own video as an avatar, the self-reenactment test, what
+an avatar file holds, and an older file brought up to date."""
 
 from __future__ import annotations
 
@@ -40,6 +40,18 @@ def _cmd_info(args: argparse.Namespace) -> None:
     print(json.dumps(describe_avatar(args.avatar), indent=1))
 
 
+def _cmd_update(args: argparse.Namespace) -> None:
+    from talkhead.avatar.file import update_avatar
+    from talkhead.pipeline import check_output
+
+    check_output(args.out, ".avatar")
+    set_threads(args.threads)
+    if update_avatar(args.avatar, args.out):
+        print(f"wrote {args.out}: {args.avatar} with its base frames' views stored (loads without making them)")
+    else:
+        print(f"{args.avatar} stores its base frames' views already; nothing written")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from talkhead.avatar.data import AvatarDataConfig
     from talkhead.avatar.train import AvatarTrainConfig
@@ -71,3 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     i = asub.add_parser("info", help="what an avatar file holds (JSON): base, mouth bank, videos, training time")
     i.add_argument("avatar", help="NAME.avatar")
     i.set_defaults(func=_cmd_info)
+    u = asub.add_parser("update", help="an older avatar file (info: views_stored null) written again with its base "
+                        "frames' views stored, as train writes them: generate and serve start sooner (Pexels' 20 -> 8 s)")
+    u.add_argument("avatar", help="NAME.avatar")
+    u.add_argument("--out", required=True, help="NEW.avatar (may be NAME.avatar itself: written atomically)")
+    u.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    u.set_defaults(func=_cmd_update)
