@@ -6,6 +6,7 @@ The API's front door: ``MotionConfig`` and ``load_model`` (from ``motion``) are 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -225,7 +226,13 @@ def face_renderer(cfg: GenerateConfig, latents_only: bool = False):
     if cfg.avatar is not None:
         if cfg.image is not None:
             raise InputError("give --image PHOTO or --avatar FILE, not both")
-        return make_renderer("avatar", avatar=cfg.avatar, seed=cfg.motion.seed, mouth=cfg.avatar_mouth)
+        from talkhead.avatar.file import load_avatar
+
+        avatar = load_avatar(cfg.avatar)
+        if avatar.stored is None:  # its base views are made now: seconds before the first frame, at every run
+            print(f"talkhead: {cfg.avatar} was trained before avatar files stored their base frames' views; "
+                  f"'talkhead avatar update {cfg.avatar} --out {cfg.avatar}' makes it start sooner", file=sys.stderr)
+        return make_renderer("avatar", avatar=avatar, seed=cfg.motion.seed, mouth=cfg.avatar_mouth)
     if cfg.avatar_mouth != "engine":
         raise InputError(f"--avatar-mouth {cfg.avatar_mouth} draws an avatar's mouth: give --avatar FILE")
     photo = load_image(cfg.image) if cfg.image else default_photo()

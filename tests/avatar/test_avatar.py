@@ -52,7 +52,7 @@ def test_renderers_of_one_avatar_share_its_base_views_and_draw_alike(tiny_avatar
     assert np.array_equal(drawn[0], drawn[1]) and np.array_equal(drawn[0], drawn[2])
 
 
-def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_avatar, tmp_path):
+def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_avatar, tmp_path, capsys):
     """The file stores the base frames' context latents and tones (half precision), so loading does not encode every
     base frame twice; a file without them (or made another way) has them made again, and draws the same frames."""
     av = load_avatar(tiny_avatar)
@@ -73,7 +73,9 @@ def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_
     gap = np.abs(stored - again)
     assert gap.max() <= 3 and gap.mean() < 0.05  # half-precision contexts: a rare pixel a level or few apart
     assert torch.equal(bare.base_views().context, made.context)
-    # `avatar update` stores them in such a file, as training does (in place here: written atomically)
+    # `generate` says how to make such a file start sooner; `avatar update` stores them, as training does
+    assert main(["generate", "--avatar", str(bare_path), "--text", "Hi.", "-o", str(tmp_path / "hi.mp4"), "--quiet"]) == 0
+    assert f"talkhead avatar update {bare_path} --out {bare_path}" in capsys.readouterr().err
     assert main(["avatar", "update", str(bare_path), "--out", str(bare_path)]) == 0
     updated = load_avatar(bare_path)
     assert updated.stored is not None and torch.equal(updated.stored[1], av.stored[1])
@@ -254,12 +256,13 @@ def test_avatar_file_of_another_version_or_kind_is_refused(tiny_avatar, tmp_path
     assert not (tmp_path / "x.mp4").exists()
 
 
-def test_generate_with_an_avatar_writes_the_video_at_its_own_size(tiny_avatar, tmp_path):
+def test_generate_with_an_avatar_writes_the_video_at_its_own_size(tiny_avatar, tmp_path, capsys):
     from talkhead.video import probe
 
     out = tmp_path / "hi.mp4"
     assert main(["generate", "--avatar", str(tiny_avatar), "--text", "Hello there, my friend.", "-o", str(out),
                  "--quiet"]) == 0
+    assert "avatar update" not in capsys.readouterr().err  # its base views are stored: nothing to say
     info = probe(out)
     h, w = load_avatar(tiny_avatar).base.shape[1:3]
     assert (info["width"], info["height"]) == (w, h) and info["video_frames"] > 25 and info["audio_codec"]

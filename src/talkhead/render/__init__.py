@@ -36,9 +36,10 @@ RENDERERS = {"warp": ("talkhead.warp.renderer", "WarpRenderer", "photo"),
 
 
 def make_renderer(name: str, photo: np.ndarray | None = None, size: int | tuple[int, int] = VIDEO_SIZE,
-                  device: str = "cpu", photo_name: str = "photo", *, avatar: str | Path | None = None, **options) -> Renderer:
+                  device: str = "cpu", photo_name: str = "photo", *, avatar: str | Path | object | None = None,
+                  **options) -> Renderer:
     """The renderer ``name`` for ``photo`` at ``size`` (registered once per photo, cached), or for the
-    ``avatar`` file (at its own size, on the CPU).
+    ``avatar`` (a file, or an ``avatar.file.Avatar`` loaded already; at its own size, on the CPU).
 
     ``options`` go to the renderer (the latent one takes ``engine``, ``stride``, ``seed``, ``output``; the
     avatar one ``seed``).
