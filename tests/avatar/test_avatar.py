@@ -74,7 +74,8 @@ def test_the_base_views_stored_at_training_draw_what_views_made_at_load_do(tiny_
     assert gap.max() <= 3 and gap.mean() < 0.05  # half-precision contexts: a rare pixel a level or few apart
     assert torch.equal(bare.base_views().context, made.context)
     # `generate` says how to make such a file start sooner; `avatar update` stores them, as training does
-    assert main(["generate", "--avatar", str(bare_path), "--text", "Hi.", "-o", str(tmp_path / "hi.mp4"), "--quiet"]) == 0
+    said = tmp_path / "hi.mp4"
+    assert main(["generate", "--avatar", str(bare_path), "--text", "Hi.", "-o", str(said), "--quiet"]) == 0
     assert f"talkhead avatar update {bare_path} --out {bare_path}" in capsys.readouterr().err
     assert main(["avatar", "update", str(bare_path), "--out", str(bare_path)]) == 0
     updated = load_avatar(bare_path)

@@ -179,8 +179,8 @@ def test_max_seconds_refuses_a_longer_video_before_its_frames_are_read(write_vid
 
 
 def test_the_fits_adam_steps_as_torchs_adam_does():
-    """capture's own Adam (torch's first optimiser imports torch._dynamo, 1.1 s) moves a tensor as torch.optim.Adam does,
-    to the bit, on a fit like capture's (a loss that is not a quadratic bowl, 200 steps)."""
+    """capture's own Adam (torch's first optimiser imports torch._dynamo, 1.1 s) moves a tensor as torch.optim.Adam
+    does, to the bit, on a fit like capture's (a loss that is not a quadratic bowl, 200 steps)."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
