@@ -42,10 +42,9 @@ LOWER = MOUTH
 # EDTalk and cap12 -> cap13 +1.06, +0.19, +0.24 dB over "frame", the CNN anchor +1.32 (docs/avatar.md, "The colour
 # matched to what the VAE draws").
 COLOURS = ("vae", "frame", "off")
-# The base frames' context latents and colours for the default colour (``Views.context``, ``Views.tone``) are made at
-# training and stored in the file (``base.context``, ``base.tone``): made at load they kept a 256 px avatar's first
-# frame waiting 10 s (every base frame encoded, and sent through the VAE once more). ``VIEWS`` names how they are
-# made: raise it when that changes, and files that stored them another way have them made again at load.
+# The base frames' context latents and colours (``Views.context``, ``.tone``) are stored in the file at training: made
+# at load they kept a 256 px avatar's first frame waiting 10 s (every base frame encoded, and through the VAE again).
+# ``VIEWS`` names how they are made: raise it when that changes, and files made the old way have them made at load.
 VIEWS = 1
 
 
@@ -139,8 +138,9 @@ class Avatar:
     def views(self, frames: np.ndarray, affines: np.ndarray, points: np.ndarray, colour: str = "vae",
               made: tuple | None = None) -> "Views":
         """What drawing needs of frames [B, H, W, 3]: crops, masks, context latents, the decoded window, colour rings
-        and the colour matched on them (``tones``); ``made``: (context, tone) already made for these frames."""
-        crops = self.crops_of(frames, affines)
+        and the colour matched on them (``tones``); ``made``: (context, tone) already made for these frames, and then
+        the crops (None) only for a refiner, the one drawing that reads them (0.6 s of a 256 px avatar's start)."""
+        crops = self.crops_of(frames, affines) if made is None or self.refiner is not None else None
         paste, hidden = frame_masks(points, self.side, self.data_cfg)
         window = decode_window(paste.max(0), self.engine.vae.down)
         ring = colour_ring(hidden, window, self.engine.vae.down)
@@ -171,7 +171,7 @@ class Avatar:
 class Views(NamedTuple):
     """Frames as drawing sees them (``Avatar.views``); ``take`` selects some of them."""
 
-    crops: np.ndarray  # uint8 [B, S, S, 3]
+    crops: np.ndarray | None  # uint8 [B, S, S, 3]; None where nothing drawing reads needs them (``Avatar.views``)
     context: torch.Tensor  # [B, L, g, g]
     paste: np.ndarray  # float [B, S, S]
     hidden: np.ndarray  # bool [B, S, S]
@@ -180,7 +180,8 @@ class Views(NamedTuple):
     tone: np.ndarray  # float [B, 3]: the colour each drawn crop is matched to on its ring (``Avatar.tones``)
 
     def take(self, idx: np.ndarray) -> "Views":
-        return Views(self.crops[idx], self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx],
+        crops = None if self.crops is None else self.crops[idx]
+        return Views(crops, self.context[idx], self.paste[idx], self.hidden[idx], self.window, self.ring[idx],
                      self.tone[idx])
 
 
