@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=_cmd_info)
     u = asub.add_parser("update", help="an older avatar file (info: views_stored null) written again with its base "
                         "frames' views stored, as train writes them: generate and serve start sooner "
-                        "(Pexels' 19.6 -> 7.8 s)")
+                        "(Pexels' 20.8 -> 8.0 s)")
     u.add_argument("avatar", help="NAME.avatar")
     u.add_argument("--out", required=True, help="NEW.avatar (may be NAME.avatar itself: written atomically)")
     u.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
