@@ -161,7 +161,7 @@ class Avatar:
     def base_views(self, colour: str = "vae") -> "Views":
         """The base frames' ``views``, made once and shared by every renderer of this avatar (a 256 px avatar's
         take 6-7 s: a live session's start would wait for them each time), from what the file stores if it stores
-        them for ``colour`` (about 2 s then)."""
+        them for ``colour`` (0.3 s then)."""
         if colour not in self._views:
             made = self.stored[1:] if self.stored is not None and self.stored[0] == colour else None
             self._views[colour] = self.views(self.base, self.base_affine, self.base_points, colour, made)
@@ -242,9 +242,8 @@ def with_base_views(tensors: dict, meta: dict, path: Path, colour: str = COLOURS
 
 
 def update_avatar(src: str | Path, out: str | Path) -> bool:
-    """``src`` written again as ``out`` (``talkhead avatar update``) with its base frames' views stored, as ``avatar
-    train`` now writes them (``with_base_views``), every other tensor as stored; False, nothing written, where ``src``
-    stores them already."""
+    """``src`` written again as ``out`` (``avatar update``) with its base frames' views stored as training stores them
+    (``with_base_views``), every other tensor as stored; False, nothing written, where ``src`` stores them already."""
     from safetensors import safe_open
 
     a = load_avatar(src)  # a file that is not an avatar is refused here, in one line
@@ -315,17 +314,13 @@ def _avatar_from(tensors: dict, meta: dict, path: Path) -> Avatar:
 
 def _stored_views(tensors: dict, meta: dict, path: Path, engine: LatentEngine) -> tuple | None:
     """(colour, context, tone) of the base frames as the file stores them (``with_base_views``), or None where it
-    stores none or made them another way (they are made again at load); stored in shapes that do not fit its base
-    and engine, a named error."""
+    stores none or made them another way (made again at load); in shapes that do not fit, a named error."""
     made = meta["base"].get("views")
     if "base.context" not in tensors or not isinstance(made, dict) or made.get("made") != VIEWS \
             or made.get("colour") not in COLOURS:
         return None
     n, g = len(tensors["base.offsets"]) - 1, meta["side"] // engine.vae.down
-    want = {"base.context": (n, engine.cfg.latent, g, g), "base.tone": (n, 3)}
-    odd = next((k for k, shape in want.items() if tuple(tensors.get(k, torch.zeros(0)).shape) != shape), None)
-    if odd is not None:
-        raise InputError(f"{path}: {odd} is {tuple(tensors.get(odd, torch.zeros(0)).shape)}, not {want[odd]}")
+    _check_shapes(tensors, {"base.context": (n, engine.cfg.latent, g, g), "base.tone": (n, 3)}, path)
     return made["colour"], tensors["base.context"].float(), tensors["base.tone"].numpy().astype(np.float32)
 
 
@@ -370,10 +365,15 @@ def _check_sizes(tensors: dict, meta: dict, path: Path) -> tuple[int, int]:
                                                          tensors["bank.detail_offsets"].numpy(), m, side,
                                                          f"{path} bank detail")[0] != m:
             raise InputError(f"{path}: its bank's detail pictures are not one per bank frame")
+    _check_shapes(tensors, want, path)
+    return side, n
+
+
+def _check_shapes(tensors: dict, want: dict, path: Path) -> None:
+    """A named error for the first tensor whose shape is not ``want``'s (a missing one: a KeyError, ``described``)."""
     odd = next((k for k, shape in want.items() if tuple(tensors[k].shape) != shape), None)
     if odd is not None:
         raise InputError(f"{path}: {odd} is {tuple(tensors[odd].shape)}, not {want[odd]}")
-    return side, n
 
 
 def describe_avatar(path: str | Path) -> dict:
