@@ -3,13 +3,19 @@
 # `bench serve` measures say_to_first_frame_ms and say_joe_to_first_frame_ms), plus audio stalls: gaps over 70 ms
 # between speech audio packets in the first 3 s of a say. Prints one JSON line. Before/after on a shared machine:
 #   git worktree add /tmp/old HEAD; alternate
-#   (cd /tmp/old && PYTHONPATH=/tmp/old/src python recipes/say_first_frame.py old 5); python recipes/say_first_frame.py new 5
-import asyncio, json, sys, time, os
+#   (cd /tmp/old && PYTHONPATH=/tmp/old/src python recipes/say_first_frame.py old 5)
+#   python recipes/say_first_frame.py new 5
+import asyncio
+import json
+import os
+import sys
+import time
+
 import numpy as np
 
 
 async def gaps(server, voice, text, n):
-    from talkhead.bench.serve import _session, _recv
+    from talkhead.bench.serve import _recv, _session
     ws, out = await _session(server, voice), []
     for _ in range(n):
         await asyncio.sleep(0.5)
@@ -33,9 +39,9 @@ async def gaps(server, voice, text, n):
 
 def main():
     label, reps = sys.argv[1], int(sys.argv[2])
+    import talkhead
     from talkhead.bench.serve import LONG_TEXT, _say_latency
     from talkhead.serve.app import ServeConfig, serve_in_thread
-    import talkhead
     srv, server = serve_in_thread(ServeConfig(max_sessions=4, model="student-1-whisper", size=256))
     res = {"label": label, "code": talkhead.__file__, "load_before": os.getloadavg()[0]}
     try:
