@@ -342,6 +342,7 @@ CRAFTED = {
     "missing tensor": (lambda t, m: t.pop("paste"), "not a usable avatar file"),
     "wrong shape": (lambda t, m: t.update(paste=t["paste"][:5]), "paste is"),
     "wrong base views": (lambda t, m: t.update({"base.context": t["base.context"][:1]}), "base.context is"),
+    "base views without their tones": (lambda t, m: t.pop("base.tone"), "not a usable avatar file"),
     "another version": (lambda t, m: m.update(version=-1), "another version"),
 }
 
